@@ -1,0 +1,11 @@
+//! nodescope: the admission layer for node-level resource control.
+//!
+//! Bytes flow one way: [`server`] (transport) hands a body to
+//! [`admission::answer`] (pure decision from immutable snapshots), which
+//! returns response bytes. [`cli`] enters the same pipeline offline.
+
+pub mod admission;
+pub mod cli;
+pub mod metrics;
+pub mod server;
+pub mod tls;

@@ -1,0 +1,237 @@
+//! The HTTP edge: routes, body limits, content types, health and metrics.
+//!
+//! Owns nothing but transport. Each review is handed, as bytes, to
+//! [`crate::admission::answer`]; this module never inspects an object.
+
+mod listener;
+
+pub use listener::{serve_plain, serve_tls, ConnectionOptions};
+
+use crate::admission::{self, Decider};
+use crate::metrics::{Metrics, Webhook};
+use arc_swap::ArcSwap;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The apiserver's own request size limit; a review can never be larger.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What `/readyz` waits for. Each part flips once, when it first loads; a
+/// later reload failure keeps the last good copy serving, so it stays ready.
+#[derive(Debug, Default)]
+pub struct Readiness {
+    pub certificates: AtomicBool,
+    pub policies: AtomicBool,
+    pub store: AtomicBool,
+}
+
+impl Readiness {
+    /// Everything loaded: the state tests and the demo start from.
+    #[must_use]
+    pub fn all_ready() -> Self {
+        Self {
+            certificates: AtomicBool::new(true),
+            policies: AtomicBool::new(true),
+            store: AtomicBool::new(true),
+        }
+    }
+
+    fn missing(&self) -> Vec<&'static str> {
+        let mut missing = Vec::new();
+        for (flag, name) in [
+            (&self.certificates, "certificates"),
+            (&self.policies, "policies"),
+            (&self.store, "store"),
+        ] {
+            if !flag.load(Ordering::Acquire) {
+                missing.push(name);
+            }
+        }
+        missing
+    }
+}
+
+/// Shared by every request; the decider is swapped whole on reload.
+#[derive(Clone)]
+pub struct AppState {
+    pub decider: Arc<ArcSwap<Decider>>,
+    pub metrics: Metrics,
+    pub readiness: Arc<Readiness>,
+    pub max_body_bytes: usize,
+}
+
+/// The admission routes plus probes and metrics, served over TLS.
+pub fn admission_router(state: AppState) -> Router {
+    Router::new()
+        .route("/mutate", post(mutate))
+        .route("/validate", post(validate))
+        .merge(probe_router_routes())
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .with_state(state)
+}
+
+/// Probes and metrics only, for the optional plain-HTTP listener, so
+/// kubelet and Prometheus need no TLS and never touch the admission path.
+pub fn probe_router(state: AppState) -> Router {
+    probe_router_routes()
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .with_state(state)
+}
+
+fn probe_router_routes() -> Router<AppState> {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+}
+
+fn text(status: StatusCode, message: impl Into<String>) -> Response {
+    let mut body = message.into();
+    body.push('\n');
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        body,
+    )
+        .into_response()
+}
+
+async fn method_not_allowed(request: Request) -> Response {
+    text(
+        StatusCode::METHOD_NOT_ALLOWED,
+        format!(
+            "method {} is not allowed on {}: admission reviews are POSTed, probes and metrics use GET",
+            request.method(),
+            request.uri().path()
+        ),
+    )
+}
+
+async fn not_found(request: Request) -> Response {
+    text(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route for {}: nodescope serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics",
+            request.uri().path()
+        ),
+    )
+}
+
+async fn healthz() -> Response {
+    text(StatusCode::OK, "ok")
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    let missing = state.readiness.missing();
+    if missing.is_empty() {
+        text(StatusCode::OK, "ok")
+    } else {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: waiting for {}", missing.join(", ")),
+        )
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        StatusCode::OK,
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
+}
+
+async fn mutate(State(state): State<AppState>, request: Request) -> Response {
+    review(Webhook::Mutate, state, request).await
+}
+
+async fn validate(State(state): State<AppState>, request: Request) -> Response {
+    review(Webhook::Validate, state, request).await
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+}
+
+async fn review(webhook: Webhook, state: AppState, request: Request) -> Response {
+    let headers = request.headers();
+    if !is_json(headers) {
+        let got = headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("none");
+        return text(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!("Content-Type must be application/json, got {got}"),
+        );
+    }
+    let limit = state.max_body_bytes;
+    // A declared length over the limit is refused before reading any of it.
+    if declared_length(headers).is_some_and(|n| n > limit as u64) {
+        return too_large(limit);
+    }
+    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+        Ok(body) => body,
+        Err(error) => {
+            use std::error::Error;
+            let mut source: Option<&(dyn Error + 'static)> = Some(&error);
+            while let Some(e) = source {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    return too_large(limit);
+                }
+                source = e.source();
+            }
+            return text(
+                StatusCode::BAD_REQUEST,
+                format!("could not read request body: {error}"),
+            );
+        }
+    };
+    let started = Instant::now();
+    let decider = state.decider.load();
+    let answer = admission::answer(webhook, &body, &decider);
+    state.metrics.observe_review(
+        webhook,
+        &answer.operation,
+        &answer.resource,
+        answer.result,
+        started.elapsed(),
+    );
+    let status = StatusCode::from_u16(answer.http_status).unwrap_or(StatusCode::OK);
+    Response::builder()
+        .status(status)
+        .header(header::CONTENT_TYPE, answer.content_type)
+        .body(Body::from(answer.body))
+        .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "could not build response"))
+}
+
+fn too_large(limit: usize) -> Response {
+    text(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("request body exceeds the limit of {limit} bytes (--max-body-bytes)"),
+    )
+}
