@@ -60,6 +60,9 @@ pub struct ServeArgs {
     /// Seconds in-flight reviews may take to finish after SIGTERM.
     #[arg(long, env = "NODESCOPE_DRAIN_TIMEOUT", default_value_t = 25)]
     pub drain_timeout: u64,
+    /// Seconds a client has to finish the TLS handshake.
+    #[arg(long, env = "NODESCOPE_HANDSHAKE_TIMEOUT", default_value_t = 10)]
+    pub handshake_timeout: u64,
     /// Seconds an idle keep-alive connection (or a slow header) may last.
     #[arg(long, env = "NODESCOPE_IDLE_TIMEOUT", default_value_t = 120)]
     pub idle_timeout: u64,

@@ -104,7 +104,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     let options = ConnectionOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
         idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-        ..ConnectionOptions::default()
+        handshake_timeout: Duration::from_secs(args.handshake_timeout.max(1)),
     };
 
     let listener = tokio::net::TcpListener::bind(args.listen)

@@ -141,6 +141,8 @@ async fn accept_loop<H, F, IO>(
             }
         });
     }
+    // Close the socket first so new connections are refused while draining.
+    drop(listener);
     drain(graceful, options.drain_timeout).await;
 }
 
