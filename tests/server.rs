@@ -172,14 +172,18 @@ async fn chunked_body_over_the_limit_is_a_413() {
 }
 
 #[tokio::test]
-async fn deeply_nested_json_is_a_400_and_the_server_lives_on() {
+async fn deeply_nested_unterminated_json_is_a_400_and_the_server_lives_on() {
     let server = Server::start(&[]);
     let mut client = H1::connect(server.addr, &server.ca()).await;
     let mut body = String::from(r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"#);
     body.push_str(&"[".repeat(200_000));
     let reply = client.post("/validate", body.into_bytes()).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.text().contains("recursion limit exceeded"), "{}", reply.text());
+    assert!(
+        reply.text().starts_with("request body is not valid JSON: EOF while parsing a list at line 1 column 200"),
+        "{}",
+        reply.text()
+    );
     let reply = client.post("/validate", fixture("vpa-node-exporter-update.validate.json")).await;
     assert_eq!(reply.status, 200);
 }

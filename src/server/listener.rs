@@ -39,6 +39,16 @@ impl Default for ConnectionOptions {
     }
 }
 
+/// The protocol is fixed by ALPN before the first byte is read: sniffing the
+/// preface instead would wait for bytes without any timeout running, so an
+/// idle client could hold a connection forever. HTTP/2 over TLS requires
+/// ALPN (RFC 9113), so anything else is HTTP/1.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Protocol {
+    Http1,
+    Http2,
+}
+
 fn builder(options: &ConnectionOptions) -> Builder<TokioExecutor> {
     let mut builder = Builder::new(TokioExecutor::new());
     builder
@@ -70,7 +80,13 @@ pub async fn serve_tls(
         let acceptor = acceptor.clone();
         async move {
             match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => Some(tls),
+                Ok(Ok(tls)) => {
+                    let protocol = match tls.get_ref().1.alpn_protocol() {
+                        Some(b"h2") => Protocol::Http2,
+                        _ => Protocol::Http1,
+                    };
+                    Some((tls, protocol))
+                }
                 Ok(Err(error)) => {
                     tracing::debug!(%error, %peer, "TLS handshake failed");
                     None
@@ -92,7 +108,8 @@ pub async fn serve_plain(
     options: ConnectionOptions,
     shutdown: impl Future<Output = ()>,
 ) {
-    let handshake = |stream: TcpStream, _peer: SocketAddr| async move { Some(stream) };
+    let handshake =
+        |stream: TcpStream, _peer: SocketAddr| async move { Some((stream, Protocol::Http1)) };
     accept_loop(listener, handshake, app, options, shutdown).await;
 }
 
@@ -104,10 +121,11 @@ async fn accept_loop<H, F, IO>(
     shutdown: impl Future<Output = ()>,
 ) where
     H: Fn(TcpStream, SocketAddr) -> F,
-    F: Future<Output = Option<IO>> + Send + 'static,
+    F: Future<Output = Option<(IO, Protocol)>> + Send + 'static,
     IO: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let builder = Arc::new(builder(&options));
+    let http1 = Arc::new(builder(&options).http1_only());
+    let http2 = Arc::new(builder(&options).http2_only());
     let graceful = GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
@@ -129,11 +147,17 @@ async fn accept_loop<H, F, IO>(
             tracing::debug!(%error, %peer, "could not set TCP_NODELAY");
         }
         let io = handshake(stream, peer);
-        let builder = builder.clone();
+        let (http1, http2) = (http1.clone(), http2.clone());
         let app = app.clone();
         let watcher = graceful.watcher();
         tokio::spawn(async move {
-            let Some(io) = io.await else { return };
+            let Some((io, protocol)) = io.await else {
+                return;
+            };
+            let builder = match protocol {
+                Protocol::Http1 => http1,
+                Protocol::Http2 => http2,
+            };
             let service = TowerToHyperService::new(app);
             let connection = builder.serve_connection(TokioIo::new(io), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {
