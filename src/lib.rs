@@ -7,5 +7,8 @@
 pub mod admission;
 pub mod cli;
 pub mod metrics;
+pub mod mutate;
+pub mod policy;
+pub mod quantity;
 pub mod server;
 pub mod tls;

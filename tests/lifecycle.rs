@@ -31,7 +31,9 @@ async fn wait_for_handshake(addr: std::net::SocketAddr, ca_pem: &[u8]) -> bool {
 }
 
 async fn metric(client: &mut H1, line_prefix: &str) -> Option<f64> {
-    let reply = client.send(request("GET", "/metrics", None, Vec::new())).await;
+    let reply = client
+        .send(request("GET", "/metrics", None, Vec::new()))
+        .await;
     reply
         .text()
         .lines()
@@ -44,7 +46,15 @@ async fn replaced_certificate_is_served_to_new_handshakes_while_old_connections_
     let server = Server::start(&[]);
     let old_ca = server.ca();
     let mut kept = H1::connect(server.addr, &old_ca).await;
-    assert_eq!(kept.post("/mutate", fixture("pod-node-exporter-node-a-1-create.mutate.json")).await.status, 200);
+    assert_eq!(
+        kept.post(
+            "/mutate",
+            fixture("pod-node-exporter-node-a-1-create.mutate.json")
+        )
+        .await
+        .status,
+        200
+    );
 
     let fresh = tempfile::tempdir().unwrap();
     make_certs(fresh.path());
@@ -54,18 +64,38 @@ async fn replaced_certificate_is_served_to_new_handshakes_while_old_connections_
     // Half a pair: the new certificate with the old key must not be served.
     std::fs::copy(fresh.path().join("tls.crt"), dir.join("tls.crt")).unwrap();
     tokio::time::sleep(Duration::from_millis(2500)).await;
-    assert!(handshake_ok(server.addr, &old_ca).await, "a mismatched pair replaced the good one");
+    assert!(
+        handshake_ok(server.addr, &old_ca).await,
+        "a mismatched pair replaced the good one"
+    );
     assert!(!handshake_ok(server.addr, &new_ca).await);
 
     std::fs::copy(fresh.path().join("tls.key"), dir.join("tls.key")).unwrap();
-    assert!(wait_for_handshake(server.addr, &new_ca).await, "new certificate never served");
-    assert!(!handshake_ok(server.addr, &old_ca).await, "old certificate still served");
+    assert!(
+        wait_for_handshake(server.addr, &new_ca).await,
+        "new certificate never served"
+    );
+    assert!(
+        !handshake_ok(server.addr, &old_ca).await,
+        "old certificate still served"
+    );
 
     // The connection opened before the swap still answers.
-    let reply = kept.post("/mutate", fixture("pod-node-exporter-node-a-1-create.mutate.json")).await;
+    let reply = kept
+        .post(
+            "/mutate",
+            fixture("pod-node-exporter-node-a-1-create.mutate.json"),
+        )
+        .await;
     assert_eq!(reply.status, 200);
-    assert_eq!(metric(&mut kept, "nodescope_tls_reloads_total{result=\"success\"}").await, Some(1.0));
-    assert_eq!(metric(&mut kept, "nodescope_tls_reloads_total{result=\"failure\"}").await, Some(1.0));
+    assert_eq!(
+        metric(&mut kept, "nodescope_tls_reloads_total{result=\"success\"}").await,
+        Some(1.0)
+    );
+    assert_eq!(
+        metric(&mut kept, "nodescope_tls_reloads_total{result=\"failure\"}").await,
+        Some(1.0)
+    );
     let logs = server.logs().join("\n");
     assert!(logs.contains("reloaded TLS certificate"), "{logs}");
     assert!(logs.contains("does not match the certificate"), "{logs}");
@@ -104,9 +134,16 @@ async fn secret_volume_symlink_swap_is_picked_up() {
 
     let second = tempfile::tempdir().unwrap();
     make_certs(second.path());
-    secret_volume(server.certs.path(), second.path(), "..2026_11_22_02_00_00.2");
+    secret_volume(
+        server.certs.path(),
+        second.path(),
+        "..2026_11_22_02_00_00.2",
+    );
     let new_ca = std::fs::read(second.path().join("ca.crt")).unwrap();
-    assert!(wait_for_handshake(server.addr, &new_ca).await, "symlink swap not picked up");
+    assert!(
+        wait_for_handshake(server.addr, &new_ca).await,
+        "symlink swap not picked up"
+    );
 }
 
 #[tokio::test]
@@ -127,7 +164,10 @@ async fn sigterm_drains_an_in_flight_review_then_exits_zero() {
     server.sigterm();
     tokio::time::sleep(Duration::from_millis(500)).await;
     // New connections are refused once shutdown began.
-    assert!(tokio::net::TcpStream::connect(server.addr).await.is_err(), "still accepting after SIGTERM");
+    assert!(
+        tokio::net::TcpStream::connect(server.addr).await.is_err(),
+        "still accepting after SIGTERM"
+    );
 
     tls.write_all(rest).await.unwrap();
     tls.flush().await.unwrap();
@@ -135,7 +175,10 @@ async fn sigterm_drains_an_in_flight_review_then_exits_zero() {
     let _ = tokio::time::timeout(Duration::from_secs(10), tls.read_to_end(&mut response)).await;
     let text = String::from_utf8_lossy(&response);
     assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    assert!(text.contains("\"uid\":\"a57ecc51-d588-46d6-890a-6ea6e77bab66\""), "{text}");
+    assert!(
+        text.contains("\"uid\":\"a57ecc51-d588-46d6-890a-6ea6e77bab66\""),
+        "{text}"
+    );
     assert_eq!(server.wait(Duration::from_secs(15)), Some(0));
 }
 
@@ -154,7 +197,12 @@ async fn memory_stays_flat_across_ten_thousand_malformed_requests() {
     let mut client = H1::connect(server.addr, &ca).await;
     let send = |i: usize| {
         let (ct, body) = bad[i % bad.len()].clone();
-        request("POST", if i % 2 == 0 { "/mutate" } else { "/validate" }, ct, body)
+        request(
+            "POST",
+            if i % 2 == 0 { "/mutate" } else { "/validate" },
+            ct,
+            body,
+        )
     };
     for i in 0..1_000 {
         let r = client.send(send(i)).await;

@@ -20,7 +20,10 @@ async fn every_captured_review_gets_a_v1_response_echoing_its_uid() {
     let server = Server::start(&[]);
     let mut client = H1::connect(server.addr, &server.ca()).await;
     let mut seen = 0;
-    let mut entries: Vec<_> = std::fs::read_dir(fixtures_dir()).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(fixtures_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for path in entries {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -50,10 +53,16 @@ async fn http1_keep_alive_serves_many_reviews_on_one_connection() {
     let mut client = H1::over(tls).await;
     for i in 0..50 {
         let reply = client
-            .post("/mutate?timeout=10s", fixture("pod-node-exporter-node-a-1-create.mutate.json"))
+            .post(
+                "/mutate?timeout=10s",
+                fixture("pod-node-exporter-node-a-1-create.mutate.json"),
+            )
             .await;
         assert_eq!(reply.status, 200, "request {i}");
-        assert_eq!(reply.json()["response"]["uid"], "a57ecc51-d588-46d6-890a-6ea6e77bab66");
+        assert_eq!(
+            reply.json()["response"]["uid"],
+            "a57ecc51-d588-46d6-890a-6ea6e77bab66"
+        );
     }
 }
 
@@ -63,9 +72,15 @@ async fn http2_multiplexes_reviews_on_one_connection() {
     let client = H2::connect(server.addr, &server.ca()).await;
     let mut tasks = Vec::new();
     for _ in 0..20 {
-        let mut c = H2 { sender: client.sender.clone() };
+        let mut c = H2 {
+            sender: client.sender.clone(),
+        };
         tasks.push(tokio::spawn(async move {
-            c.post("/validate?timeout=10s", fixture("pod-node-balloon-create.validate.json")).await
+            c.post(
+                "/validate?timeout=10s",
+                fixture("pod-node-balloon-create.validate.json"),
+            )
+            .await
         }));
     }
     for t in tasks {
@@ -85,19 +100,35 @@ async fn post_raw(content_type: Option<&str>, path: &str, body: Vec<u8>, args: &
 async fn non_json_body_is_a_400_saying_so() {
     let reply = post_raw(Some("application/json"), "/mutate", b"hello".to_vec(), &[]).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.text().starts_with("request body is not valid JSON: expected value at line 1 column 1"), "{}", reply.text());
+    assert!(
+        reply
+            .text()
+            .starts_with("request body is not valid JSON: expected value at line 1 column 1"),
+        "{}",
+        reply.text()
+    );
 }
 
 #[tokio::test]
 async fn json_that_is_not_a_review_is_a_400_naming_the_problem() {
-    let reply = post_raw(Some("application/json"), "/validate", br#"{"hello":"world"}"#.to_vec(), &[]).await;
+    let reply = post_raw(
+        Some("application/json"),
+        "/validate",
+        br#"{"hello":"world"}"#.to_vec(),
+        &[],
+    )
+    .await;
     assert_eq!(reply.status, 400);
-    assert_eq!(reply.text(), "unsupported apiVersion \"\": expected admission.k8s.io/v1 (or v1beta1)\n");
+    assert_eq!(
+        reply.text(),
+        "unsupported apiVersion \"\": expected admission.k8s.io/v1 (or v1beta1)\n"
+    );
 }
 
 #[tokio::test]
 async fn review_of_the_wrong_kind_is_a_400() {
-    let body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"u"}}"#.to_vec();
+    let body =
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"Pod","request":{"uid":"u"}}"#.to_vec();
     let reply = post_raw(Some("application/json"), "/validate", body, &[]).await;
     assert_eq!(reply.status, 400);
     assert_eq!(reply.text(), "kind is \"Pod\": expected AdmissionReview\n");
@@ -105,9 +136,16 @@ async fn review_of_the_wrong_kind_is_a_400() {
 
 #[tokio::test]
 async fn v1beta1_review_is_answered_in_kind() {
-    let mut v: serde_json::Value = serde_json::from_slice(&fixture("vpa-node-exporter-update.validate.json")).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fixture("vpa-node-exporter-update.validate.json")).unwrap();
     v["apiVersion"] = "admission.k8s.io/v1beta1".into();
-    let reply = post_raw(Some("application/json"), "/validate", serde_json::to_vec(&v).unwrap(), &[]).await;
+    let reply = post_raw(
+        Some("application/json"),
+        "/validate",
+        serde_json::to_vec(&v).unwrap(),
+        &[],
+    )
+    .await;
     assert_eq!(reply.status, 200);
     let out = reply.json();
     assert_eq!(out["apiVersion"], "admission.k8s.io/v1beta1");
@@ -132,23 +170,44 @@ async fn review_without_uid_is_a_400() {
 
 #[tokio::test]
 async fn wrong_content_type_is_a_415() {
-    let reply = post_raw(Some("text/plain"), "/mutate", fixture("pod-node-exporter-node-a-1-create.mutate.json"), &[]).await;
+    let reply = post_raw(
+        Some("text/plain"),
+        "/mutate",
+        fixture("pod-node-exporter-node-a-1-create.mutate.json"),
+        &[],
+    )
+    .await;
     assert_eq!(reply.status, 415);
-    assert_eq!(reply.text(), "Content-Type must be application/json, got text/plain\n");
+    assert_eq!(
+        reply.text(),
+        "Content-Type must be application/json, got text/plain\n"
+    );
 }
 
 #[tokio::test]
 async fn missing_content_type_is_a_415() {
     let reply = post_raw(None, "/validate", b"{}".to_vec(), &[]).await;
     assert_eq!(reply.status, 415);
-    assert_eq!(reply.text(), "Content-Type must be application/json, got none\n");
+    assert_eq!(
+        reply.text(),
+        "Content-Type must be application/json, got none\n"
+    );
 }
 
 #[tokio::test]
 async fn body_over_the_limit_is_a_413_before_it_is_read() {
-    let reply = post_raw(Some("application/json"), "/mutate", vec![b' '; 4096], &["--max-body-bytes", "1024"]).await;
+    let reply = post_raw(
+        Some("application/json"),
+        "/mutate",
+        vec![b' '; 4096],
+        &["--max-body-bytes", "1024"],
+    )
+    .await;
     assert_eq!(reply.status, 413);
-    assert_eq!(reply.text(), "request body exceeds the limit of 1024 bytes (--max-body-bytes)\n");
+    assert_eq!(
+        reply.text(),
+        "request body exceeds the limit of 1024 bytes (--max-body-bytes)\n"
+    );
 }
 
 #[tokio::test]
@@ -168,23 +227,35 @@ async fn chunked_body_over_the_limit_is_a_413() {
     let n = tls.read(&mut buf).await.unwrap();
     let head = String::from_utf8_lossy(&buf[..n]);
     assert!(head.starts_with("HTTP/1.1 413"), "{head}");
-    assert!(head.contains("request body exceeds the limit of 1024 bytes"), "{head}");
+    assert!(
+        head.contains("request body exceeds the limit of 1024 bytes"),
+        "{head}"
+    );
 }
 
 #[tokio::test]
 async fn deeply_nested_unterminated_json_is_a_400_and_the_server_lives_on() {
     let server = Server::start(&[]);
     let mut client = H1::connect(server.addr, &server.ca()).await;
-    let mut body = String::from(r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"#);
+    let mut body = String::from(
+        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"#,
+    );
     body.push_str(&"[".repeat(200_000));
     let reply = client.post("/validate", body.into_bytes()).await;
     assert_eq!(reply.status, 400);
     assert!(
-        reply.text().starts_with("request body is not valid JSON: EOF while parsing a list at line 1 column 200"),
+        reply.text().starts_with(
+            "request body is not valid JSON: EOF while parsing a list at line 1 column 200"
+        ),
         "{}",
         reply.text()
     );
-    let reply = client.post("/validate", fixture("vpa-node-exporter-update.validate.json")).await;
+    let reply = client
+        .post(
+            "/validate",
+            fixture("vpa-node-exporter-update.validate.json"),
+        )
+        .await;
     assert_eq!(reply.status, 200);
 }
 
@@ -192,7 +263,9 @@ async fn deeply_nested_unterminated_json_is_a_400_and_the_server_lives_on() {
 async fn get_on_mutate_is_a_405() {
     let server = Server::start(&[]);
     let mut client = H1::connect(server.addr, &server.ca()).await;
-    let reply = client.send(request("GET", "/mutate", None, Vec::new())).await;
+    let reply = client
+        .send(request("GET", "/mutate", None, Vec::new()))
+        .await;
     assert_eq!(reply.status, 405);
     assert_eq!(reply.text(), "method GET is not allowed on /mutate: admission reviews are POSTed, probes and metrics use GET\n");
 }
@@ -212,7 +285,10 @@ async fn tls_client_that_sends_nothing_is_disconnected_after_the_handshake_timeo
     let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let mut buf = [0u8; 16];
     let read = tokio::time::timeout(Duration::from_secs(10), tcp.read(&mut buf)).await;
-    assert!(matches!(read, Ok(Ok(0)) | Ok(Err(_))), "server kept a silent connection open: {read:?}");
+    assert!(
+        matches!(read, Ok(Ok(0)) | Ok(Err(_))),
+        "server kept a silent connection open: {read:?}"
+    );
 }
 
 #[tokio::test]
@@ -234,25 +310,60 @@ async fn idle_connection_after_handshake_is_closed_after_the_idle_timeout() {
 async fn health_readiness_and_metrics_answer_on_both_listeners() {
     let server = Server::start(&["--metrics-listen", "127.0.0.1:0"]);
     let mut client = H1::connect(server.addr, &server.ca()).await;
-    let r = client.post("/mutate", fixture("pod-node-exporter-node-a-1-create.mutate.json")).await;
+    let r = client
+        .post(
+            "/mutate",
+            fixture("pod-node-exporter-node-a-1-create.mutate.json"),
+        )
+        .await;
     assert_eq!(r.status, 200);
     for path in ["/healthz", "/readyz"] {
         let reply = client.send(request("GET", path, None, Vec::new())).await;
-        assert_eq!((reply.status, reply.text()), (200, "ok\n".to_owned()), "{path}");
+        assert_eq!(
+            (reply.status, reply.text()),
+            (200, "ok\n".to_owned()),
+            "{path}"
+        );
     }
-    let reply = client.send(request("GET", "/metrics", None, Vec::new())).await;
+    let reply = client
+        .send(request("GET", "/metrics", None, Vec::new()))
+        .await;
     assert_eq!(reply.status, 200);
     let text = reply.text();
     assert!(text.contains("nodescope_admission_requests_total{webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\",result=\"allowed\"} 1"), "{text}");
     assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"}") || text.contains("nodescope_admission_duration_seconds_bucket{webhook=\"mutate\""), "{text}");
-    assert!(text.contains(&format!("nodescope_build_info{{version=\"{}\"}} 1", env!("CARGO_PKG_VERSION"))), "{text}");
+    assert!(
+        text.contains(&format!(
+            "nodescope_build_info{{version=\"{}\"}} 1",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{text}"
+    );
 
     let plain = server.metrics_addr.expect("metrics listener address");
     let tcp = tokio::net::TcpStream::connect(plain).await.unwrap();
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await.unwrap();
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp))
+            .await
+            .unwrap();
     tokio::spawn(conn);
-    let resp = sender.send_request(request("GET", "/readyz", None, Vec::new())).await.unwrap();
+    let resp = sender
+        .send_request(request("GET", "/readyz", None, Vec::new()))
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
-    let resp = sender.send_request(request("POST", "/mutate", Some("application/json"), b"{}".to_vec())).await.unwrap();
-    assert_eq!(resp.status(), 404, "admission routes must not be served over plain HTTP");
+    let resp = sender
+        .send_request(request(
+            "POST",
+            "/mutate",
+            Some("application/json"),
+            b"{}".to_vec(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        resp.status(),
+        404,
+        "admission routes must not be served over plain HTTP"
+    );
 }

@@ -162,7 +162,8 @@ mod tests {
             patch: Some(br#"[{"op":"add","path":"/a","value":1}]"#.to_vec()),
             ..Verdict::default()
         };
-        let v: serde_json::Value = serde_json::from_slice(&encode(ReviewVersion::V1, "u", &verdict)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&encode(ReviewVersion::V1, "u", &verdict)).unwrap();
         assert_eq!(v["response"]["patchType"], "JSONPatch");
         assert_eq!(
             v["response"]["patch"],
@@ -173,7 +174,8 @@ mod tests {
     #[test]
     fn denial_carries_code_message_and_warnings() {
         let verdict = Verdict::deny(Denial::forbidden("no")).with_warning("careful");
-        let v: serde_json::Value = serde_json::from_slice(&encode(ReviewVersion::V1, "u", &verdict)).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_slice(&encode(ReviewVersion::V1, "u", &verdict)).unwrap();
         assert_eq!(
             v["response"],
             serde_json::json!({"uid":"u","allowed":false,"status":{"status":"Failure","code":403,"message":"no","reason":"Forbidden"},"warnings":["careful"]})

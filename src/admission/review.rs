@@ -94,7 +94,11 @@ impl Review<'_> {
     /// phase have no name yet, so that part may be `<generated>`.
     #[must_use]
     pub fn object_ref(&self) -> String {
-        let name = self.name.as_deref().filter(|n| !n.is_empty()).unwrap_or("<generated>");
+        let name = self
+            .name
+            .as_deref()
+            .filter(|n| !n.is_empty())
+            .unwrap_or("<generated>");
         match self.namespace.as_deref().filter(|n| !n.is_empty()) {
             Some(ns) => format!("{}/{}/{}", self.kind.kind, ns, name),
             None => format!("{}/{}", self.kind.kind, name),
@@ -199,9 +203,14 @@ mod tests {
 
     #[test]
     fn deeply_nested_json_is_an_error_not_a_stack_overflow() {
-        let mut body = String::from(r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"#);
+        let mut body = String::from(
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":"#,
+        );
         body.push_str(&"[".repeat(100_000));
         let err = parse(body.as_bytes()).unwrap_err();
-        assert!(matches!(err, ReviewError::NotJson(_) | ReviewError::NotAReview(_)), "{err}");
+        assert!(
+            matches!(err, ReviewError::NotJson(_) | ReviewError::NotAReview(_)),
+            "{err}"
+        );
     }
 }

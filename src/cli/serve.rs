@@ -116,13 +116,17 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         })?;
     let addr = listener.local_addr().unwrap_or(args.listen);
     let metrics_listener = match args.metrics_listen {
-        Some(m) => Some(tokio::net::TcpListener::bind(m).await.map_err(|source| {
-            ServeError::Bind {
-                addr: m,
-                flag: "--metrics-listen",
-                source,
-            }
-        })?),
+        Some(m) => {
+            Some(
+                tokio::net::TcpListener::bind(m)
+                    .await
+                    .map_err(|source| ServeError::Bind {
+                        addr: m,
+                        flag: "--metrics-listen",
+                        source,
+                    })?,
+            )
+        }
         None => None,
     };
 

@@ -100,9 +100,9 @@ fn bounded_operation(op: &str) -> String {
 
 fn bounded_resource(resource: &str) -> String {
     let ok = resource.len() <= 63
-        && resource
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'/');
+        && resource.bytes().all(|b| {
+            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'/'
+        });
     if ok && !resource.is_empty() {
         resource.to_owned()
     } else {

@@ -7,9 +7,9 @@ use hyper_util::server::conn::auto::Builder;
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use std::net::SocketAddr;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
@@ -173,7 +173,13 @@ async fn accept_loop<H, F, IO>(
 async fn drain(graceful: GracefulShutdown, timeout: Duration) {
     let open = graceful.count();
     tracing::info!(open, "draining connections");
-    if tokio::time::timeout(timeout, graceful.shutdown()).await.is_err() {
-        tracing::warn!(?timeout, "drain timeout reached; closing remaining connections");
+    if tokio::time::timeout(timeout, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            ?timeout,
+            "drain timeout reached; closing remaining connections"
+        );
     }
 }

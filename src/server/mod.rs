@@ -226,7 +226,12 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
         .status(status)
         .header(header::CONTENT_TYPE, answer.content_type)
         .body(Body::from(answer.body))
-        .unwrap_or_else(|_| text(StatusCode::INTERNAL_SERVER_ERROR, "could not build response"))
+        .unwrap_or_else(|_| {
+            text(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "could not build response",
+            )
+        })
 }
 
 fn too_large(limit: usize) -> Response {

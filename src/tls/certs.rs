@@ -3,8 +3,8 @@
 
 use super::TlsError;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyPair, KeyUsagePurpose, SanType,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyPair, KeyUsagePurpose, SanType,
 };
 use std::path::Path;
 
@@ -131,11 +131,9 @@ pub fn generate(request: &CertRequest) -> Result<GeneratedCerts, TlsError> {
         .iter()
         .map(|h| match h.parse::<std::net::IpAddr>() {
             Ok(ip) => Ok(SanType::IpAddress(ip)),
-            Err(_) => h
-                .clone()
-                .try_into()
-                .map(SanType::DnsName)
-                .map_err(|e| TlsError::Generate(format!("--host {h:?} is not a valid DNS name: {e}"))),
+            Err(_) => h.clone().try_into().map(SanType::DnsName).map_err(|e| {
+                TlsError::Generate(format!("--host {h:?} is not a valid DNS name: {e}"))
+            }),
         })
         .collect::<Result<_, _>>()?;
     params.key_usages = vec![
@@ -190,7 +188,10 @@ mod tests {
         let certs = generate(&request(KeyType::Ecdsa)).unwrap();
         let dir = tempfile::tempdir().unwrap();
         certs.write_to(dir.path()).unwrap();
-        let mode = std::fs::metadata(dir.path().join("tls.key")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(dir.path().join("tls.key"))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 
@@ -207,7 +208,10 @@ mod tests {
         .err()
         .unwrap();
         let msg = err.to_string();
-        assert!(msg.starts_with("b/tls.key does not match the certificate in a/tls.crt"), "{msg}");
+        assert!(
+            msg.starts_with("b/tls.key does not match the certificate in a/tls.crt"),
+            "{msg}"
+        );
     }
 
     #[test]

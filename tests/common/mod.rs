@@ -33,11 +33,22 @@ pub fn fixture(name: &str) -> Vec<u8> {
 /// Runs `nodescope certs` into `dir`.
 pub fn make_certs(dir: &Path) {
     let out = Command::new(BIN)
-        .args(["certs", "--host", "localhost", "--host", "127.0.0.1", "--out"])
+        .args([
+            "certs",
+            "--host",
+            "localhost",
+            "--host",
+            "127.0.0.1",
+            "--out",
+        ])
         .arg(dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 pub struct Server {
@@ -59,7 +70,14 @@ impl Server {
     pub fn start_with_certs(certs: tempfile::TempDir, args: &[&str]) -> Self {
         let mut child = Command::new(BIN)
             .arg("serve")
-            .args(["--listen", "127.0.0.1:0", "--log-format", "json", "--tls-reload-interval", "1"])
+            .args([
+                "--listen",
+                "127.0.0.1:0",
+                "--log-format",
+                "json",
+                "--tls-reload-interval",
+                "1",
+            ])
             .arg("--tls-cert")
             .arg(certs.path().join("tls.crt"))
             .arg("--tls-key")
@@ -93,9 +111,12 @@ impl Server {
                 addr = v["fields"]["addr"].as_str().and_then(|a| a.parse().ok());
             }
             if msg == "serving probes and metrics over plain HTTP" {
-                metrics_addr = v["fields"]["addr"]
-                    .as_str()
-                    .and_then(|a| a.trim_start_matches("Some(").trim_end_matches(')').parse().ok());
+                metrics_addr = v["fields"]["addr"].as_str().and_then(|a| {
+                    a.trim_start_matches("Some(")
+                        .trim_end_matches(')')
+                        .parse()
+                        .ok()
+                });
             }
         }
         Self {
@@ -121,7 +142,10 @@ impl Server {
     }
 
     pub fn sigterm(&self) {
-        let status = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args(["-TERM", &self.pid().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
     }
 
@@ -189,9 +213,8 @@ pub struct Reply {
 
 impl Reply {
     pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
-            panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body))
-        })
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 
     pub fn text(&self) -> String {
@@ -199,8 +222,16 @@ impl Reply {
     }
 }
 
-pub fn request(method: &str, path: &str, content_type: Option<&str>, body: Vec<u8>) -> hyper::Request<Full<Bytes>> {
-    let mut builder = hyper::Request::builder().method(method).uri(path).header("host", "localhost");
+pub fn request(
+    method: &str,
+    path: &str,
+    content_type: Option<&str>,
+    body: Vec<u8>,
+) -> hyper::Request<Full<Bytes>> {
+    let mut builder = hyper::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("host", "localhost");
     if let Some(ct) = content_type {
         builder = builder.header("content-type", ct);
     }
@@ -215,8 +246,18 @@ async fn read_reply(response: hyper::Response<hyper::body::Incoming>) -> Reply {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
-    let body = response.into_body().collect().await.unwrap().to_bytes().to_vec();
-    Reply { status, content_type, body }
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .unwrap()
+        .to_bytes()
+        .to_vec();
+    Reply {
+        status,
+        content_type,
+        body,
+    }
 }
 
 /// An HTTP/1.1 keep-alive client on one TLS connection.
@@ -242,7 +283,8 @@ impl H1 {
     }
 
     pub async fn post(&mut self, path: &str, body: Vec<u8>) -> Reply {
-        self.send(request("POST", path, Some("application/json"), body)).await
+        self.send(request("POST", path, Some("application/json"), body))
+            .await
     }
 }
 
@@ -255,7 +297,9 @@ impl H2 {
     pub async fn connect(addr: SocketAddr, ca_pem: &[u8]) -> Self {
         let tls = connect(addr, ca_pem, &[b"h2"]).await;
         assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-        let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls)).await.unwrap();
+        let (sender, conn) = http2::handshake(TokioExecutor::new(), TokioIo::new(tls))
+            .await
+            .unwrap();
         tokio::spawn(conn);
         Self { sender }
     }
@@ -273,7 +317,16 @@ impl H2 {
 }
 
 /// A minimal AdmissionReview around `object` for the given resource.
-pub fn review(uid: &str, operation: &str, group: &str, version: &str, kind: &str, resource: &str, namespace: Option<&str>, object: serde_json::Value) -> Vec<u8> {
+pub fn review(
+    uid: &str,
+    operation: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    resource: &str,
+    namespace: Option<&str>,
+    object: serde_json::Value,
+) -> Vec<u8> {
     let mut request = serde_json::json!({
         "uid": uid,
         "kind": {"group": group, "version": version, "kind": kind},
