@@ -315,35 +315,3 @@ impl H2 {
         read_reply(self.sender.send_request(req).await.unwrap()).await
     }
 }
-
-/// A minimal AdmissionReview around `object` for the given resource.
-pub fn review(
-    uid: &str,
-    operation: &str,
-    group: &str,
-    version: &str,
-    kind: &str,
-    resource: &str,
-    namespace: Option<&str>,
-    object: serde_json::Value,
-) -> Vec<u8> {
-    let mut request = serde_json::json!({
-        "uid": uid,
-        "kind": {"group": group, "version": version, "kind": kind},
-        "resource": {"group": group, "version": version, "resource": resource},
-        "operation": operation,
-        "userInfo": {"username": "tester", "groups": ["system:authenticated"]},
-        "object": object,
-        "oldObject": null,
-        "dryRun": false
-    });
-    if let Some(ns) = namespace {
-        request["namespace"] = serde_json::Value::String(ns.to_owned());
-    }
-    serde_json::to_vec(&serde_json::json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": request
-    }))
-    .unwrap()
-}
