@@ -8,9 +8,7 @@
 //! same here. Where the cel crate cannot express a Kubernetes rule (there is
 //! no type checker), the difference is documented on the function.
 
-pub mod check;
 pub mod cidr;
-pub mod cost;
 pub mod ip;
 pub mod lists;
 pub mod quantity;
@@ -23,9 +21,6 @@ mod format_tests;
 use cel::common::types::Type;
 use cel::common::value::{CowVal, FromVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
-
-pub use check::{check_expression, FunctionSet, UnknownFunction};
-pub use cost::{expression_size, ExpressionSize};
 
 /// Why the policy environment could not be built. Only a programming error
 /// (two libraries declaring the same overload) can cause it, but it is
