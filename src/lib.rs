@@ -6,9 +6,11 @@
 
 pub mod admission;
 pub mod cli;
+pub mod manifest;
 pub mod metrics;
 pub mod mutate;
 pub mod policy;
 pub mod quantity;
 pub mod server;
+pub mod store;
 pub mod tls;

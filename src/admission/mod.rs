@@ -3,6 +3,7 @@
 //! `answer` is a function of (body, [`Decider`]) only: no I/O, no locks, no
 //! API calls. The HTTP server, the dry-run CLI and the benches all call it.
 
+mod decide;
 pub mod response;
 pub mod review;
 
@@ -10,11 +11,32 @@ pub use response::{Denial, Verdict};
 pub use review::{parse, Review, ReviewError, ReviewVersion};
 
 use crate::metrics::{ReviewResult, Webhook};
+use crate::mutate::MissingNodeRecommendation;
+use crate::policy::PolicySet;
+use crate::store::Snapshot;
+use decide::{decide_mutation, decide_validation};
+use std::sync::Arc;
 
 /// Everything a decision may read: immutable snapshots taken once per
 /// request, so a reload in the middle of a review cannot tear it.
-#[derive(Debug, Default, Clone)]
-pub struct Decider {}
+#[derive(Debug, Clone)]
+pub struct Decider {
+    pub store: Arc<Snapshot>,
+    pub policies: Arc<PolicySet>,
+    pub missing_node: MissingNodeRecommendation,
+}
+
+impl Decider {
+    /// A decider over `store` and `policies` with default options.
+    #[must_use]
+    pub fn new(store: Arc<Snapshot>, policies: Arc<PolicySet>) -> Self {
+        Self {
+            store,
+            policies,
+            missing_node: MissingNodeRecommendation::default(),
+        }
+    }
+}
 
 /// A finished answer for the HTTP layer, with the labels its metrics need.
 #[derive(Debug)]
@@ -50,7 +72,7 @@ pub fn answer(webhook: Webhook, body: &[u8], decider: &Decider) -> Answer {
     };
     let (verdict, errored) = match webhook {
         Webhook::Mutate => decide_mutation(&review, decider),
-        Webhook::Validate => decide_validation(&review, decider),
+        Webhook::Validate => decide_validation(body, &review, decider),
     };
     let result = if errored {
         ReviewResult::Error
@@ -69,15 +91,4 @@ pub fn answer(webhook: Webhook, body: &[u8], decider: &Decider) -> Answer {
         resource: review.resource_path().into_owned(),
         result,
     }
-}
-
-/// The mutating webhook's decision; the bool says an internal error was
-/// turned into an unchanged, allowed pod.
-fn decide_mutation(_review: &Review<'_>, _decider: &Decider) -> (Verdict, bool) {
-    (Verdict::allow(), false)
-}
-
-/// The validating webhook's decision; the bool says evaluation failed.
-fn decide_validation(_review: &Review<'_>, _decider: &Decider) -> (Verdict, bool) {
-    (Verdict::allow(), false)
 }

@@ -36,6 +36,24 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--missing-node-recommendation`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MissingNode {
+    /// Leave the pod's resources unchanged (and warn).
+    None,
+    /// Use the VPA's DaemonSet-wide `status.recommendation` (and warn).
+    Aggregate,
+}
+
+impl From<MissingNode> for crate::mutate::MissingNodeRecommendation {
+    fn from(m: MissingNode) -> Self {
+        match m {
+            MissingNode::None => Self::LeaveUnchanged,
+            MissingNode::Aggregate => Self::Aggregate,
+        }
+    }
+}
+
 /// `nodescope serve`; every flag can also be set as `NODESCOPE_<FLAG>`.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
@@ -51,6 +69,27 @@ pub struct ServeArgs {
     /// How often the certificate files are checked for changes, in seconds.
     #[arg(long, env = "NODESCOPE_TLS_RELOAD_INTERVAL", default_value_t = 2)]
     pub tls_reload_interval: u64,
+    /// Where cluster state comes from: `kube` (watch the API server) or
+    /// `file:PATH` (a YAML/JSON file or directory, reloaded on change).
+    #[arg(long, env = "NODESCOPE_STORE", default_value = "kube")]
+    pub store: crate::store::StoreSource,
+    /// Watch VPAs and LimitRanges in this namespace only (kube store).
+    #[arg(long, env = "NODESCOPE_NAMESPACE")]
+    pub namespace: Option<String>,
+    /// Directory of ValidatingAdmissionPolicies and bindings, reloaded on change.
+    #[arg(long, env = "NODESCOPE_POLICIES", default_value = "policies")]
+    pub policies: PathBuf,
+    /// What a pod gets when its VPA has no recommendation for its node.
+    #[arg(
+        long,
+        env = "NODESCOPE_MISSING_NODE_RECOMMENDATION",
+        value_enum,
+        default_value = "none"
+    )]
+    pub missing_node_recommendation: MissingNode,
+    /// How often the file store and the policies are checked for changes, in seconds.
+    #[arg(long, env = "NODESCOPE_RELOAD_INTERVAL", default_value_t = 2)]
+    pub reload_interval: u64,
     /// Optional plain-HTTP address serving only /metrics, /healthz and /readyz.
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,

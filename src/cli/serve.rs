@@ -3,8 +3,11 @@
 
 use super::ServeArgs;
 use crate::admission::Decider;
-use crate::metrics::Metrics;
+use crate::manifest::ManifestError;
+use crate::metrics::{Metrics, ReloadResult};
+use crate::policy::{PolicyLoadError, PolicySet};
 use crate::server::{self, AppState, ConnectionOptions, Readiness};
+use crate::store::{self, Snapshot, StoreSource};
 use crate::tls::{self, CertRequest, KeyType, ReloadingResolver, TlsError};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
@@ -29,6 +32,66 @@ pub enum ServeError {
     DemoDir(std::io::Error),
     #[error("cannot install the signal handler: {0}")]
     Signal(std::io::Error),
+    #[error("--policies {path}: {source}")]
+    Policies {
+        path: PathBuf,
+        source: PolicyLoadError,
+    },
+    #[error("--store file:{path}: {source}")]
+    Store {
+        path: PathBuf,
+        source: ManifestError,
+    },
+    #[error("--store kube: cannot configure the Kubernetes client: {0}")]
+    Kube(#[from] kube::Error),
+}
+
+/// The shared, swappable decider; stores and policies replace their part.
+#[derive(Clone)]
+struct DeciderCell(Arc<ArcSwap<Decider>>);
+
+impl DeciderCell {
+    fn set_store(&self, snapshot: Arc<Snapshot>) {
+        self.0.rcu(|d| Decider {
+            store: snapshot.clone(),
+            ..Decider::clone(d)
+        });
+    }
+
+    fn set_policies(&self, policies: Arc<PolicySet>) {
+        self.0.rcu(|d| Decider {
+            policies: policies.clone(),
+            ..Decider::clone(d)
+        });
+    }
+}
+
+/// Namespaces whose ConfigMaps policy bindings take as params.
+fn param_namespaces(policies: &PolicySet) -> Vec<String> {
+    let mut namespaces = policies.param_namespaces();
+    if namespaces.is_empty() {
+        namespaces.push("kube-system".to_owned());
+    }
+    namespaces
+}
+
+fn spawn_policy_reload(path: PathBuf, interval: Duration, cell: DeciderCell, metrics: Metrics) {
+    let source = path.clone();
+    tokio::spawn(crate::manifest::poll_changes(
+        path,
+        interval,
+        move || match PolicySet::load_dir(&source) {
+            Ok(policies) => {
+                metrics.policy_reload(ReloadResult::Success);
+                tracing::info!(path = %source.display(), "policies reloaded");
+                cell.set_policies(Arc::new(policies));
+            }
+            Err(error) => {
+                metrics.policy_reload(ReloadResult::Failure);
+                tracing::warn!(%error, "policy reload failed; keeping the previous bundle");
+            }
+        },
+    ));
 }
 
 /// Resolves when SIGTERM or Ctrl-C arrives.
@@ -61,6 +124,57 @@ fn demo_certificates() -> Result<Certificates, ServeError> {
     })
 }
 
+/// Starts the store named by `--store`; returns the initial snapshot.
+async fn start_store(
+    args: &ServeArgs,
+    policies: &PolicySet,
+    cell_slot: &tokio::sync::OnceCell<DeciderCell>,
+    readiness: Arc<Readiness>,
+    metrics: &Metrics,
+) -> Result<Arc<Snapshot>, ServeError> {
+    let interval = Duration::from_secs(args.reload_interval.max(1));
+    match &args.store {
+        StoreSource::File(path) => {
+            let snapshot = store::file::load(path).map_err(|source| ServeError::Store {
+                path: path.clone(),
+                source,
+            })?;
+            store::file::report_problems(&snapshot, "file");
+            readiness.store.store(true, Ordering::Release);
+            let slot = cell_slot.clone();
+            tokio::spawn(store::file::watch(
+                path.clone(),
+                interval,
+                metrics.clone(),
+                move |s| {
+                    if let Some(cell) = slot.get() {
+                        cell.set_store(s);
+                    }
+                },
+            ));
+            Ok(Arc::new(snapshot))
+        }
+        StoreSource::Kube => {
+            let client = kube::Client::try_default().await?;
+            let kinds =
+                store::kube::default_kinds(args.namespace.as_deref(), &param_namespaces(policies));
+            let slot = cell_slot.clone();
+            tokio::spawn(store::kube::run(
+                client,
+                kinds,
+                metrics.clone(),
+                move |s| {
+                    if let Some(cell) = slot.get() {
+                        cell.set_store(s);
+                    }
+                },
+                move || readiness.store.store(true, Ordering::Release),
+            ));
+            Ok(Arc::new(Snapshot::default()))
+        }
+    }
+}
+
 fn demo_banner(addr: SocketAddr, ca: &std::path::Path) -> String {
     format!(
         "nodescope demo listening on https://{addr}\n\
@@ -77,6 +191,9 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         if args.listen == SocketAddr::from(([0, 0, 0, 0], 8443)) {
             args.listen = SocketAddr::from(([127, 0, 0, 1], 8443));
         }
+        if args.store == StoreSource::Kube {
+            args.store = StoreSource::File(PathBuf::from("examples/store"));
+        }
         demo_certificates()?
     } else {
         // clap enforces both unless --demo.
@@ -92,11 +209,28 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     let resolver = Arc::new(ReloadingResolver::new(pair));
     let tls_config = Arc::new(tls::server_config(resolver.clone())?);
     readiness.certificates.store(true, Ordering::Release);
+    let policies = PolicySet::load_dir(&args.policies).map_err(|source| ServeError::Policies {
+        path: args.policies.clone(),
+        source,
+    })?;
     readiness.policies.store(true, Ordering::Release);
-    readiness.store.store(true, Ordering::Release);
+    let cell_slot = tokio::sync::OnceCell::new();
+    let snapshot = start_store(&args, &policies, &cell_slot, readiness.clone(), &metrics).await?;
+    let decider = Decider {
+        missing_node: args.missing_node_recommendation.into(),
+        ..Decider::new(snapshot, Arc::new(policies))
+    };
+    let cell = DeciderCell(Arc::new(ArcSwap::from_pointee(decider)));
+    let _ = cell_slot.set(cell.clone());
+    spawn_policy_reload(
+        args.policies.clone(),
+        Duration::from_secs(args.reload_interval.max(1)),
+        cell.clone(),
+        metrics.clone(),
+    );
 
     let state = AppState {
-        decider: Arc::new(ArcSwap::from_pointee(Decider::default())),
+        decider: cell.0.clone(),
         metrics: metrics.clone(),
         readiness: readiness.clone(),
         max_body_bytes: args.max_body_bytes,

@@ -16,6 +16,7 @@ pub mod k8s_lib;
 mod load;
 mod matching;
 pub mod model;
+mod params;
 mod request;
 
 pub use dispatch::{

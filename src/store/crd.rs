@@ -1,0 +1,150 @@
+//! Typed custom resources nodescope reads: the VerticalPodAutoscaler with
+//! KEP-4943's `spec.scope` and per-node `status.recommendationGroups`, and
+//! KEP-3920's `Feature`.
+//!
+//! Fields nodescope does not use are kept in `extra` maps rather than
+//! rejected, so a newer VPA or Feature schema never breaks the store.
+
+use kube::CustomResource;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Resource name to quantity text, exactly as the API object has it.
+pub type ResourceTexts = BTreeMap<String, Value>;
+
+/// `autoscaling.k8s.io/v1` VerticalPodAutoscaler spec.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize)]
+#[kube(
+    group = "autoscaling.k8s.io",
+    version = "v1",
+    kind = "VerticalPodAutoscaler",
+    plural = "verticalpodautoscalers",
+    namespaced,
+    status = "VpaStatus",
+    schema = "disabled"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct VpaSpec {
+    #[serde(default)]
+    pub target_ref: Option<CrossVersionObjectReference>,
+    #[serde(default)]
+    pub update_policy: Option<UpdatePolicy>,
+    #[serde(default)]
+    pub resource_policy: Option<ResourcePolicy>,
+    /// KEP-4943: `""` (the whole target) or `"node"`.
+    #[serde(default)]
+    pub scope: Option<String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CrossVersionObjectReference {
+    #[serde(default)]
+    pub api_version: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpdatePolicy {
+    #[serde(default)]
+    pub update_mode: Option<String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourcePolicy {
+    #[serde(default)]
+    pub container_policies: Vec<ContainerResourcePolicy>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContainerResourcePolicy {
+    #[serde(default)]
+    pub container_name: Option<String>,
+    #[serde(default)]
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub min_allowed: Option<ResourceTexts>,
+    #[serde(default)]
+    pub max_allowed: Option<ResourceTexts>,
+    #[serde(default)]
+    pub controlled_resources: Option<Vec<String>>,
+    #[serde(default)]
+    pub controlled_values: Option<String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `status`: the aggregate recommendation and, for node scope, one group per node.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VpaStatus {
+    #[serde(default)]
+    pub recommendation: Option<Recommendation>,
+    #[serde(default)]
+    pub recommendation_groups: Vec<RecommendationGroup>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recommendation {
+    #[serde(default)]
+    pub container_recommendations: Vec<RecommendedContainerResources>,
+}
+
+/// AEP-10031's shape; for nodescope `scopeValue` is the node name.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendationGroup {
+    #[serde(default)]
+    pub scope_value: String,
+    #[serde(default)]
+    pub container_recommendations: Vec<RecommendedContainerResources>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecommendedContainerResources {
+    #[serde(default)]
+    pub container_name: String,
+    #[serde(default)]
+    pub target: ResourceTexts,
+    #[serde(default)]
+    pub lower_bound: Option<ResourceTexts>,
+    #[serde(default)]
+    pub upper_bound: Option<ResourceTexts>,
+    #[serde(default)]
+    pub uncapped_target: Option<ResourceTexts>,
+}
+
+/// `featureflags.nodescope.dev/v1alpha1` Feature (KEP-3920). The policies
+/// read it as raw JSON params; the type exists so the kube store can watch it.
+#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize)]
+#[kube(
+    group = "featureflags.nodescope.dev",
+    version = "v1alpha1",
+    kind = "Feature",
+    plural = "features",
+    namespaced,
+    schema = "disabled"
+)]
+pub struct FeatureSpec {
+    #[serde(default)]
+    pub desired: Option<String>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}

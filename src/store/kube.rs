@@ -1,0 +1,262 @@
+//! `--store kube`: cluster state from API-server watches.
+//!
+//! One watcher per kind feeds [`WatchState`], which keeps the current objects
+//! and rebuilds a [`Snapshot`] after each burst of events. A broken watch
+//! keeps the last snapshot serving while the watcher reconnects with backoff.
+//! [`WatchState`] is plain data, so recorded watch events test it without a
+//! cluster.
+
+use super::Snapshot;
+use crate::metrics::Metrics;
+use futures::{stream, StreamExt};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher::{self, Event};
+use kube::runtime::WatchStreamExt;
+use kube::Client;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One kind nodescope watches, optionally limited to a namespace.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WatchedKind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
+    pub namespace: Option<String>,
+}
+
+impl WatchedKind {
+    fn api_resource(&self) -> ApiResource {
+        ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(self.group, self.version, self.kind),
+            self.plural,
+        )
+    }
+}
+
+/// The kinds `serve --store kube` watches: VPAs and LimitRanges (all
+/// namespaces or `namespace`), Namespaces, Features, and ConfigMaps in the
+/// namespaces policy params live in.
+pub fn default_kinds(namespace: Option<&str>, param_namespaces: &[String]) -> Vec<WatchedKind> {
+    let ns = namespace.map(str::to_owned);
+    let mut kinds = vec![
+        WatchedKind {
+            group: "autoscaling.k8s.io",
+            version: "v1",
+            kind: "VerticalPodAutoscaler",
+            plural: "verticalpodautoscalers",
+            namespace: ns.clone(),
+        },
+        WatchedKind {
+            group: "",
+            version: "v1",
+            kind: "LimitRange",
+            plural: "limitranges",
+            namespace: ns,
+        },
+        WatchedKind {
+            group: "",
+            version: "v1",
+            kind: "Namespace",
+            plural: "namespaces",
+            namespace: None,
+        },
+        WatchedKind {
+            group: "featureflags.nodescope.dev",
+            version: "v1alpha1",
+            kind: "Feature",
+            plural: "features",
+            namespace: None,
+        },
+    ];
+    for p in param_namespaces {
+        kinds.push(WatchedKind {
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            plural: "configmaps",
+            namespace: Some(p.clone()),
+        });
+    }
+    kinds
+}
+
+type Key = (String, String); // namespace, name
+
+/// The objects seen so far, per watched kind, following the watcher's
+/// Init / InitApply / InitDone / Apply / Delete protocol.
+#[derive(Debug, Default)]
+pub struct WatchState {
+    current: HashMap<usize, BTreeMap<Key, Value>>,
+    /// Objects of a relist in progress; they replace `current` at InitDone.
+    relisting: HashMap<usize, BTreeMap<Key, Value>>,
+    synced: Vec<bool>,
+}
+
+fn key_of(object: &Value) -> Key {
+    let get = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    (get("/metadata/namespace"), get("/metadata/name"))
+}
+
+impl WatchState {
+    /// State for `kinds` watched streams, none synced yet.
+    #[must_use]
+    pub fn new(kinds: usize) -> Self {
+        Self {
+            synced: vec![false; kinds],
+            ..Self::default()
+        }
+    }
+
+    /// Applies one event of stream `kind`; returns whether state changed.
+    pub fn apply(&mut self, kind: usize, event: Event<Value>) -> bool {
+        match event {
+            Event::Init => {
+                self.relisting.insert(kind, BTreeMap::new());
+                false
+            }
+            Event::InitApply(object) => {
+                self.relisting
+                    .entry(kind)
+                    .or_default()
+                    .insert(key_of(&object), object);
+                false
+            }
+            Event::InitDone => {
+                let fresh = self.relisting.remove(&kind).unwrap_or_default();
+                self.current.insert(kind, fresh);
+                if let Some(s) = self.synced.get_mut(kind) {
+                    *s = true;
+                }
+                true
+            }
+            Event::Apply(object) => {
+                self.current
+                    .entry(kind)
+                    .or_default()
+                    .insert(key_of(&object), object);
+                true
+            }
+            Event::Delete(object) => {
+                self.current
+                    .entry(kind)
+                    .or_default()
+                    .remove(&key_of(&object));
+                true
+            }
+        }
+    }
+
+    /// Every stream has finished its first list.
+    #[must_use]
+    pub fn synced(&self) -> bool {
+        self.synced.iter().all(|s| *s)
+    }
+
+    /// A snapshot of everything currently known.
+    #[must_use]
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::build(self.current.values().flat_map(|m| m.values().cloned()))
+    }
+}
+
+/// Fills in `apiVersion` and `kind`, which list responses omit per item.
+fn to_value(object: DynamicObject, kind: &WatchedKind) -> Value {
+    let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        let api_version = if kind.group.is_empty() {
+            kind.version.to_owned()
+        } else {
+            format!("{}/{}", kind.group, kind.version)
+        };
+        map.insert("apiVersion".into(), Value::String(api_version));
+        map.insert("kind".into(), Value::String(kind.kind.to_owned()));
+    }
+    value
+}
+
+/// Watches `kinds` and publishes a snapshot after each burst of changes;
+/// calls `on_synced` once, after every kind's first full list.
+pub async fn run(
+    client: Client,
+    kinds: Vec<WatchedKind>,
+    metrics: Metrics,
+    publish: impl Fn(Arc<Snapshot>) + Send + 'static,
+    on_synced: impl FnOnce() + Send + 'static,
+) {
+    let streams = kinds.iter().enumerate().map(|(index, kind)| {
+        let resource = kind.api_resource();
+        let api: Api<DynamicObject> = match &kind.namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let kind = kind.clone();
+        watcher::watcher(api, watcher::Config::default())
+            .default_backoff()
+            .map(move |event| (index, kind.clone(), event))
+            .boxed()
+    });
+    let mut events = stream::select_all(streams);
+    let mut state = WatchState::new(kinds.len());
+    let mut on_synced = Some(on_synced);
+    while let Some((index, kind, event)) = events.next().await {
+        let mut changed = handle(&mut state, index, &kind, event, &metrics);
+        // Coalesce a burst (a relist, a flurry of status updates) into one rebuild.
+        while let Ok(Some((index, kind, event))) =
+            tokio::time::timeout(Duration::from_millis(100), events.next()).await
+        {
+            changed |= handle(&mut state, index, &kind, event, &metrics);
+        }
+        if changed && state.synced() {
+            let snapshot = state.snapshot();
+            super::file::report_problems(&snapshot, "kube");
+            publish(Arc::new(snapshot));
+            if let Some(f) = on_synced.take() {
+                tracing::info!("store synced with the API server");
+                f();
+            }
+        }
+    }
+}
+
+fn handle(
+    state: &mut WatchState,
+    index: usize,
+    kind: &WatchedKind,
+    event: Result<Event<DynamicObject>, watcher::Error>,
+    metrics: &Metrics,
+) -> bool {
+    match event {
+        Ok(event) => state.apply(index, event.map_object(kind)),
+        Err(error) => {
+            metrics.store_error("kube");
+            tracing::warn!(%error, kind = kind.kind, "watch failed; serving the last snapshot while reconnecting");
+            false
+        }
+    }
+}
+
+trait MapObject {
+    fn map_object(self, kind: &WatchedKind) -> Event<Value>;
+}
+
+impl MapObject for Event<DynamicObject> {
+    fn map_object(self, kind: &WatchedKind) -> Event<Value> {
+        match self {
+            Event::Init => Event::Init,
+            Event::InitDone => Event::InitDone,
+            Event::InitApply(o) => Event::InitApply(to_value(o, kind)),
+            Event::Apply(o) => Event::Apply(to_value(o, kind)),
+            Event::Delete(o) => Event::Delete(to_value(o, kind)),
+        }
+    }
+}

@@ -1,0 +1,981 @@
+//! The Kubernetes manifests under `manifests/`: every YAML file parses, the
+//! kustomize base resolves (with a tiny resolver: resources, components,
+//! generators and `$patch: delete` patches), and the objects say what
+//! docs/operations.md promises: where the webhooks call, when they fail
+//! closed, what RBAC allows, how the pod is locked down. When `kubectl` (with
+//! its built-in kustomize) or `kustomize` is on PATH, the overlays are also
+//! rendered for real; without it that part prints a note and passes.
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NAMESPACE: &str = "nodescope-system";
+const DAEMONSET_CONDITION: &str = "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == 'DaemonSet' && r.apiVersion == 'apps/v1')";
+const SECURITY_WEBHOOKS: [&str; 3] = [
+    "balloon-pods.nodescope.dev",
+    "balloon-priorityclass.nodescope.dev",
+    "feature-gates.nodescope.dev",
+];
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn manifests() -> PathBuf {
+    repo().join("manifests")
+}
+
+fn load(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: cannot read: {e}", path.display()));
+    let docs: Vec<Value> = serde_saphyr::from_multiple(&text)
+        .unwrap_or_else(|e| panic!("{}: not YAML: {e}", path.display()));
+    docs.into_iter().filter(|d| !d.is_null()).collect()
+}
+
+fn load_one(path: &Path) -> Value {
+    let mut docs = load(path);
+    assert_eq!(docs.len(), 1, "{}: expected one document", path.display());
+    docs.remove(0)
+}
+
+/// Every `*.yaml` under `dir`, skipping generated `certs/` directories.
+fn yaml_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n != "certs") {
+                out.extend(yaml_files(&path));
+            }
+        } else if path.extension().is_some_and(|e| e == "yaml" || e == "yml") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .map(|a| {
+            a.iter()
+                .map(|s| s.as_str().unwrap_or("").to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn kind_name(o: &Value) -> (String, String) {
+    (
+        str_at(o, "/kind").to_owned(),
+        str_at(o, "/metadata/name").to_owned(),
+    )
+}
+
+/// What `kustomize build dir` would emit, as far as this repository uses
+/// kustomize: resources (files, or directories with a kustomization.yaml),
+/// components, config map and secret generators (name, namespace and keys;
+/// no hash suffix) and `$patch: delete` patches. Other patches are left to
+/// the kubectl-based test.
+fn build(dir: &Path) -> Vec<Value> {
+    let kustomization = load_one(&dir.join("kustomization.yaml"));
+    let mut objects = Vec::new();
+    for entry in strings(&kustomization["resources"]) {
+        let path = dir.join(&entry);
+        if path.is_dir() {
+            objects.extend(build(&path));
+        } else {
+            objects.extend(load(&path));
+        }
+    }
+    for (field, kind) in [
+        ("configMapGenerator", "ConfigMap"),
+        ("secretGenerator", "Secret"),
+    ] {
+        for generator in kustomization[field].as_array().into_iter().flatten() {
+            let mut data = serde_json::Map::new();
+            for file in strings(&generator["files"]) {
+                let (key, source) = file.split_once('=').unwrap_or_else(|| {
+                    let base = Path::new(&file).file_name().unwrap().to_str().unwrap();
+                    (base, file.as_str())
+                });
+                data.insert(key.to_owned(), Value::String(source.to_owned()));
+            }
+            objects.push(serde_json::json!({
+                "apiVersion": "v1",
+                "kind": kind,
+                "metadata": {"name": generator["name"], "namespace": generator["namespace"]},
+                "data": data,
+            }));
+        }
+    }
+    for component in strings(&kustomization["components"]) {
+        objects.extend(build(&dir.join(component)));
+    }
+    for patch in kustomization["patches"].as_array().into_iter().flatten() {
+        let Some(text) = patch["patch"].as_str() else {
+            continue;
+        };
+        let patch: Value = serde_saphyr::from_str(text).unwrap();
+        if patch["$patch"] == "delete" {
+            let before = objects.len();
+            objects.retain(|o| kind_name(o) != kind_name(&patch));
+            assert_eq!(
+                objects.len(),
+                before - 1,
+                "{}: delete patch {:?} must remove exactly one object",
+                dir.display(),
+                kind_name(&patch)
+            );
+        }
+    }
+    objects
+}
+
+fn base() -> Vec<Value> {
+    build(&manifests())
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| kind_name(o) == (kind.to_owned(), name.to_owned()))
+        .unwrap_or_else(|| panic!("no {kind} {name}"))
+}
+
+fn webhooks(config: &Value) -> &Vec<Value> {
+    config["webhooks"].as_array().expect("webhooks")
+}
+
+fn deployment(objects: &[Value]) -> &Value {
+    find(objects, "Deployment", "nodescope")
+}
+
+#[test]
+fn every_yaml_file_under_manifests_parses_into_objects_with_api_version_kind_and_name() {
+    let files = yaml_files(&manifests());
+    assert!(files.len() > 20, "only {} YAML files found", files.len());
+    for file in files {
+        let docs = load(&file);
+        assert!(!docs.is_empty(), "{}: no documents", file.display());
+        for doc in docs {
+            let kind = str_at(&doc, "/kind");
+            assert!(
+                !str_at(&doc, "/apiVersion").is_empty(),
+                "{}: no apiVersion",
+                file.display()
+            );
+            assert!(!kind.is_empty(), "{}: no kind", file.display());
+            if file.file_name().unwrap() == "kustomization.yaml" {
+                assert!(
+                    ["Kustomization", "Component"].contains(&kind),
+                    "{}",
+                    file.display()
+                );
+            } else {
+                assert!(
+                    !str_at(&doc, "/metadata/name").is_empty(),
+                    "{}: a {kind} without metadata.name",
+                    file.display()
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_root_kustomization_resolves_to_the_whole_base_and_nothing_twice() {
+    let objects = base();
+    let mut seen = BTreeSet::new();
+    for o in &objects {
+        let id = (kind_name(o), str_at(o, "/metadata/namespace").to_owned());
+        assert!(seen.insert(id.clone()), "{id:?} appears twice");
+    }
+    for (kind, name) in [
+        ("Namespace", NAMESPACE),
+        ("ServiceAccount", "nodescope"),
+        ("ClusterRole", "nodescope"),
+        ("ClusterRoleBinding", "nodescope"),
+        ("Role", "nodescope"),
+        ("RoleBinding", "nodescope"),
+        ("Deployment", "nodescope"),
+        ("Service", "nodescope"),
+        ("PodDisruptionBudget", "nodescope"),
+        ("NetworkPolicy", "nodescope"),
+        ("MutatingWebhookConfiguration", "nodescope"),
+        ("ValidatingWebhookConfiguration", "nodescope"),
+        (
+            "CustomResourceDefinition",
+            "features.featureflags.nodescope.dev",
+        ),
+        ("PriorityClass", "node-balloon"),
+        ("ConfigMap", "nodescope-balloon-resizers"),
+        ("ConfigMap", "nodescope-policies"),
+    ] {
+        find(&objects, kind, name);
+    }
+    // The native policies are an opt-in component, not part of the base.
+    assert!(!objects
+        .iter()
+        .any(|o| str_at(o, "/kind").starts_with("ValidatingAdmissionPolicy")));
+    let pdb = find(&objects, "PodDisruptionBudget", "nodescope");
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+}
+
+#[test]
+fn webhook_configurations_call_only_the_nodescope_service_on_443_at_mutate_and_validate() {
+    let objects = base();
+    for (kind, path) in [
+        ("MutatingWebhookConfiguration", "/mutate"),
+        ("ValidatingWebhookConfiguration", "/validate"),
+    ] {
+        let config = find(&objects, kind, "nodescope");
+        assert!(!webhooks(config).is_empty());
+        for hook in webhooks(config) {
+            let name = str_at(hook, "/name");
+            let service = &hook["clientConfig"]["service"];
+            assert_eq!(service["name"], "nodescope", "{name}");
+            assert_eq!(service["namespace"], NAMESPACE, "{name}");
+            assert_eq!(service["port"], 443, "{name}");
+            assert_eq!(service["path"], path, "{name}");
+            assert!(hook["clientConfig"].get("url").is_none(), "{name}");
+            assert_eq!(hook["sideEffects"], "None", "{name}");
+            assert_eq!(strings(&hook["admissionReviewVersions"]), ["v1"], "{name}");
+            assert!(name.ends_with(".nodescope.dev"), "{name}");
+        }
+    }
+}
+
+#[test]
+fn the_mutating_webhook_only_sees_daemonset_pod_creations_and_never_blocks_them() {
+    let objects = base();
+    let config = find(&objects, "MutatingWebhookConfiguration", "nodescope");
+    let [hook] = webhooks(config).as_slice() else {
+        panic!("expected exactly one mutating webhook");
+    };
+    assert_eq!(hook["name"], "mutate.nodescope.dev");
+    assert_eq!(hook["failurePolicy"], "Ignore");
+    assert_eq!(hook["timeoutSeconds"], 2);
+    assert_eq!(hook["reinvocationPolicy"], "IfNeeded");
+    let rules = hook["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(strings(&rules[0]["apiGroups"]), [""]);
+    assert_eq!(strings(&rules[0]["operations"]), ["CREATE"]);
+    assert_eq!(strings(&rules[0]["resources"]), ["pods"]);
+    let conditions = hook["matchConditions"].as_array().unwrap();
+    assert!(
+        conditions
+            .iter()
+            .any(|c| str_at(c, "/expression").trim() == DAEMONSET_CONDITION),
+        "the DaemonSet matchCondition is missing or changed"
+    );
+    let ns = &hook["namespaceSelector"]["matchExpressions"][0];
+    assert_eq!(ns["key"], "kubernetes.io/metadata.name");
+    assert_eq!(ns["operator"], "NotIn");
+    assert_eq!(strings(&ns["values"]), [NAMESPACE]);
+    let balloon = &hook["objectSelector"]["matchExpressions"][0];
+    assert_eq!(balloon["key"], "node.kubernetes.io/balloon");
+    assert_eq!(balloon["operator"], "NotIn");
+    assert_eq!(strings(&balloon["values"]), ["true"]);
+}
+
+#[test]
+fn every_validating_webhook_is_narrowed_by_match_conditions_and_fails_closed_only_for_security_rules(
+) {
+    let objects = base();
+    let config = find(&objects, "ValidatingWebhookConfiguration", "nodescope");
+    let mut names = BTreeSet::new();
+    for hook in webhooks(config) {
+        let name = str_at(hook, "/name");
+        names.insert(name.to_owned());
+        let conditions = hook["matchConditions"].as_array();
+        assert!(
+            conditions.is_some_and(|c| !c.is_empty()),
+            "{name}: no matchConditions"
+        );
+        let timeout = hook["timeoutSeconds"].as_i64().unwrap();
+        assert!(
+            (2..=3).contains(&timeout),
+            "{name}: timeoutSeconds {timeout}"
+        );
+        let expected = if SECURITY_WEBHOOKS.contains(&name) {
+            "Fail"
+        } else {
+            "Ignore"
+        };
+        assert_eq!(hook["failurePolicy"], expected, "{name}");
+        for rule in hook["rules"].as_array().unwrap() {
+            let operations = strings(&rule["operations"]);
+            for op in &operations {
+                assert!(
+                    ["CREATE", "UPDATE"].contains(&op.as_str()),
+                    "{name}: operation {op}"
+                );
+            }
+            for resource in strings(&rule["resources"]) {
+                assert!(
+                    !resource.contains('*'),
+                    "{name}: wildcard resource {resource}"
+                );
+                assert!(!resource.ends_with("/status"), "{name}: {resource}");
+                if resource == "pods/resize" {
+                    assert_eq!(operations, ["UPDATE"], "{name}: a resize is an UPDATE");
+                }
+            }
+            for group in strings(&rule["apiGroups"]) {
+                assert_ne!(group, "*", "{name}");
+            }
+        }
+    }
+    let expected: BTreeSet<String> = SECURITY_WEBHOOKS
+        .iter()
+        .chain(["vpa-scope.nodescope.dev"].iter())
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(names, expected);
+    let balloon = webhooks(config)
+        .iter()
+        .find(|h| h["name"] == "balloon-pods.nodescope.dev")
+        .unwrap();
+    let resources: Vec<String> = balloon["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| strings(&r["resources"]))
+        .collect();
+    for r in ["pods", "pods/resize", "daemonsets"] {
+        assert!(
+            resources.contains(&r.to_owned()),
+            "balloon-pods webhook lacks {r}"
+        );
+    }
+    let text = serde_json::to_string(&balloon["matchConditions"]).unwrap();
+    for needle in [
+        "oldObject",
+        "node-balloon",
+        "node.kubernetes.io/balloon",
+        "resize",
+    ] {
+        assert!(
+            text.contains(needle),
+            "balloon-pods matchConditions never mention {needle}"
+        );
+    }
+}
+
+#[test]
+fn rbac_grants_only_get_list_and_watch_without_wildcards() {
+    let mut roles = Vec::new();
+    for file in yaml_files(&manifests()) {
+        for doc in load(&file) {
+            if ["Role", "ClusterRole"].contains(&str_at(&doc, "/kind")) {
+                roles.push(doc);
+            }
+        }
+    }
+    let mut cluster_resources = BTreeSet::new();
+    for role in &roles {
+        assert!(role.get("aggregationRule").is_none());
+        for rule in role["rules"].as_array().unwrap() {
+            for verb in strings(&rule["verbs"]) {
+                assert!(
+                    ["get", "list", "watch"].contains(&verb.as_str()),
+                    "verb {verb}"
+                );
+            }
+            for field in ["apiGroups", "resources", "verbs", "resourceNames"] {
+                for value in strings(&rule[field]) {
+                    assert!(!value.contains('*'), "wildcard {value} in {field}");
+                }
+            }
+            assert!(rule.get("nonResourceURLs").is_none());
+            for resource in strings(&rule["resources"]) {
+                if str_at(role, "/kind") == "ClusterRole" {
+                    cluster_resources.insert(resource);
+                } else {
+                    assert_eq!(str_at(role, "/metadata/namespace"), "kube-system");
+                    assert_eq!(resource, "configmaps");
+                }
+            }
+        }
+    }
+    let expected: BTreeSet<String> = [
+        "verticalpodautoscalers",
+        "features",
+        "limitranges",
+        "namespaces",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(cluster_resources, expected);
+}
+
+#[test]
+fn every_deployment_container_runs_non_root_read_only_without_capabilities() {
+    let objects = base();
+    let spec = &deployment(&objects)["spec"]["template"]["spec"];
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(
+        spec["automountServiceAccountToken"], true,
+        "the watch needs the token"
+    );
+    assert_eq!(spec["priorityClassName"], "system-cluster-critical");
+    let containers = spec["containers"]
+        .as_array()
+        .into_iter()
+        .chain(spec["initContainers"].as_array())
+        .flatten();
+    for c in containers {
+        let name = str_at(c, "/name");
+        let sc = &c["securityContext"];
+        assert_eq!(sc["runAsNonRoot"], true, "{name}");
+        assert_eq!(sc["readOnlyRootFilesystem"], true, "{name}");
+        assert_eq!(sc["allowPrivilegeEscalation"], false, "{name}");
+        assert_eq!(strings(&sc["capabilities"]["drop"]), ["ALL"], "{name}");
+        assert!(sc["capabilities"].get("add").is_none(), "{name}");
+        let seccomp = sc["seccompProfile"]["type"]
+            .as_str()
+            .or(spec["securityContext"]["seccompProfile"]["type"].as_str());
+        assert_eq!(seccomp, Some("RuntimeDefault"), "{name}");
+        assert_eq!(c["image"], "ghcr.io/nodescope/nodescope:0.1.0", "{name}");
+        let resources = &c["resources"];
+        assert_eq!(resources["requests"]["cpu"], "100m", "{name}");
+        assert_eq!(resources["requests"]["memory"], "64Mi", "{name}");
+        assert_eq!(resources["limits"]["memory"], "128Mi", "{name}");
+        assert!(
+            resources["limits"].get("cpu").is_none(),
+            "{name}: no CPU limit"
+        );
+    }
+    assert_eq!(deployment(&objects)["spec"]["replicas"], 2);
+    let anti = &spec["affinity"]["podAntiAffinity"];
+    assert!(serde_json::to_string(anti)
+        .unwrap()
+        .contains("kubernetes.io/hostname"));
+}
+
+fn container_port(objects: &[Value], port: &Value) -> i64 {
+    if let Some(n) = port.as_i64() {
+        return n;
+    }
+    let name = port.as_str().unwrap();
+    let c = &deployment(objects)["spec"]["template"]["spec"]["containers"][0];
+    c["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["containerPort"].as_i64())
+        .unwrap_or_else(|| panic!("no container port named {name}"))
+}
+
+#[test]
+fn the_service_maps_443_to_the_containers_8443() {
+    let objects = base();
+    let service = find(&objects, "Service", "nodescope");
+    assert_eq!(str_at(service, "/metadata/namespace"), NAMESPACE);
+    let https = service["spec"]["ports"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["port"] == 443)
+        .expect("port 443");
+    assert_eq!(container_port(&objects, &https["targetPort"]), 8443);
+    let selector = service["spec"]["selector"].as_object().unwrap();
+    let labels = deployment(&objects)["spec"]["template"]["metadata"]["labels"]
+        .as_object()
+        .unwrap();
+    for (k, v) in selector {
+        assert_eq!(labels.get(k), Some(v), "the Service selects {k}={v}");
+    }
+    let args = strings(&deployment(&objects)["spec"]["template"]["spec"]["containers"][0]["args"]);
+    for arg in [
+        "--listen=0.0.0.0:8443",
+        "--tls-cert=/etc/nodescope/tls/tls.crt",
+        "--tls-key=/etc/nodescope/tls/tls.key",
+        "--metrics-listen=0.0.0.0:9090",
+        "--store=kube",
+        "--policies=/etc/nodescope/policies",
+        "--log-format=json",
+    ] {
+        assert!(args.contains(&arg.to_owned()), "missing {arg}");
+    }
+    assert_eq!(args[0], "serve");
+}
+
+#[test]
+fn probes_hit_readyz_and_healthz_on_the_plain_http_metrics_port() {
+    let objects = base();
+    let c = &deployment(&objects)["spec"]["template"]["spec"]["containers"][0];
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        let get = &c[probe]["httpGet"];
+        assert_eq!(get["path"], path, "{probe}");
+        assert_eq!(container_port(&objects, &get["port"]), 9090, "{probe}");
+        assert!(get.get("scheme").is_none_or(|s| s == "HTTP"), "{probe}");
+    }
+}
+
+#[test]
+fn the_deployment_mounts_the_tls_secret_and_the_generated_policy_bundle() {
+    let objects = base();
+    let spec = &deployment(&objects)["spec"]["template"]["spec"];
+    let volumes: BTreeMap<String, &Value> = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (str_at(v, "/name").to_owned(), v))
+        .collect();
+    let mounts: BTreeMap<String, &Value> = spec["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| (str_at(m, "/mountPath").to_owned(), m))
+        .collect();
+    let tls = mounts.get("/etc/nodescope/tls").expect("tls mount");
+    assert_eq!(
+        volumes[str_at(tls, "/name")]["secret"]["secretName"],
+        "nodescope-tls"
+    );
+    let policies = mounts
+        .get("/etc/nodescope/policies")
+        .expect("policies mount");
+    let cm = str_at(volumes[str_at(policies, "/name")], "/configMap/name");
+    let generated = find(&objects, "ConfigMap", cm);
+    assert_eq!(str_at(generated, "/metadata/namespace"), NAMESPACE);
+    for m in mounts.values() {
+        assert!(
+            m.get("subPath").is_none(),
+            "subPath mounts never see updates"
+        );
+    }
+}
+
+#[test]
+fn the_policy_mirror_matches_the_repository_bundle_and_is_fully_listed() {
+    let mirror = manifests().join("base/policies");
+    let mirrored: BTreeSet<String> = yaml_files(&mirror)
+        .iter()
+        .map(|p| p.file_name().unwrap().to_str().unwrap().to_owned())
+        .filter(|n| n != "kustomization.yaml")
+        .collect();
+    assert!(!mirrored.is_empty());
+    let source = repo().join("policies");
+    if source.is_dir() {
+        let originals: BTreeSet<String> = std::fs::read_dir(&source)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_str().unwrap().to_owned())
+            .filter(|n| n.ends_with(".yaml") && n != "kustomization.yaml")
+            .collect();
+        assert_eq!(mirrored, originals, "run scripts/sync-policies.sh");
+        for name in &originals {
+            assert_eq!(
+                std::fs::read(source.join(name)).unwrap(),
+                std::fs::read(mirror.join(name)).unwrap(),
+                "manifests/base/policies/{name} differs from policies/{name}: run scripts/sync-policies.sh"
+            );
+        }
+    } else {
+        println!("note: no policies/ directory yet; the mirror is not compared");
+    }
+    let objects = base();
+    let bundle = find(&objects, "ConfigMap", "nodescope-policies");
+    let listed: BTreeSet<String> = bundle["data"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        listed, mirrored,
+        "the configMapGenerator must list every bundle file"
+    );
+    // Every file holding a policy is in the native-policies kustomization.
+    let native = load_one(&mirror.join("kustomization.yaml"));
+    let native: BTreeSet<String> = strings(&native["resources"]).into_iter().collect();
+    for name in &mirrored {
+        let has_policy = load(&mirror.join(name))
+            .iter()
+            .any(|d| str_at(d, "/kind").starts_with("ValidatingAdmissionPolicy"));
+        assert_eq!(
+            native.contains(name),
+            has_policy,
+            "{name} in base/policies/kustomization.yaml"
+        );
+    }
+    // With the component, the whole bundle is there, nothing twice.
+    let mut with_native = objects.clone();
+    with_native.extend(build(&manifests().join("components/native-policies")));
+    let mut ids = BTreeSet::new();
+    for o in &with_native {
+        assert!(
+            ids.insert(kind_name(o)),
+            "{:?} twice with native-policies",
+            kind_name(o)
+        );
+    }
+    find(
+        &with_native,
+        "ValidatingAdmissionPolicy",
+        "nodescope-balloon-resize",
+    );
+    find(
+        &with_native,
+        "ValidatingAdmissionPolicyBinding",
+        "nodescope-balloon-resize",
+    );
+}
+
+#[test]
+fn the_self_signed_overlays_ca_bundle_patch_covers_every_webhook_of_both_configurations() {
+    let overlay = manifests().join("overlays/self-signed");
+    let kustomization = load_one(&overlay.join("kustomization.yaml"));
+    let patches: Vec<&str> = kustomization["patches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["path"].as_str())
+        .collect();
+    assert!(patches.contains(&"cabundle-patch.yaml"));
+    let generator = &kustomization["secretGenerator"][0];
+    assert_eq!(generator["name"], "nodescope-tls");
+    assert_eq!(generator["namespace"], NAMESPACE);
+    assert_eq!(generator["options"]["disableNameSuffixHash"], true);
+    let files = strings(&generator["files"]);
+    assert!(files.contains(&"tls.crt=certs/tls.crt".to_owned()));
+    assert!(files.contains(&"tls.key=certs/tls.key".to_owned()));
+    let patch = load(&overlay.join("cabundle-patch.yaml"));
+    let objects = base();
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let target = find(&patch, kind, "nodescope");
+        let patched: BTreeMap<&str, &str> = webhooks(target)
+            .iter()
+            .map(|h| (str_at(h, "/name"), str_at(h, "/clientConfig/caBundle")))
+            .collect();
+        for hook in webhooks(find(&objects, kind, "nodescope")) {
+            let name = str_at(hook, "/name");
+            let bundle = patched
+                .get(name)
+                .unwrap_or_else(|| panic!("{kind}: {name} not patched"));
+            // The placeholder, or the base64 PEM scripts/self-signed.sh put in.
+            assert!(
+                *bundle == "CA_BUNDLE" || bundle.starts_with("LS0tLS1CRUdJTi"),
+                "{name}: caBundle {bundle}"
+            );
+        }
+        assert_eq!(
+            patched.len(),
+            webhooks(find(&objects, kind, "nodescope")).len()
+        );
+    }
+    let ignore = std::fs::read_to_string(overlay.join(".gitignore")).unwrap();
+    assert!(
+        ignore.lines().any(|l| l.trim() == "certs/"),
+        "certs/ must be gitignored"
+    );
+}
+
+#[test]
+fn the_cert_manager_overlay_issues_nodescope_tls_and_injects_the_ca_into_both_configurations() {
+    let overlay = manifests().join("overlays/cert-manager");
+    let objects = build(&overlay);
+    let cert = find(&objects, "Certificate", "nodescope");
+    assert_eq!(cert["spec"]["secretName"], "nodescope-tls");
+    assert!(
+        strings(&cert["spec"]["dnsNames"]).contains(&"nodescope.nodescope-system.svc".to_owned())
+    );
+    let issuer = str_at(cert, "/spec/issuerRef/name");
+    assert!(find(&objects, "Issuer", issuer)["spec"].get("ca").is_some());
+    let patch = load(&overlay.join("inject-ca-patch.yaml"));
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let target = find(&patch, kind, "nodescope");
+        assert_eq!(
+            target["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            "nodescope-system/nodescope"
+        );
+    }
+}
+
+fn vpa_crd() -> Value {
+    let objects = build(&manifests().join("components/vpa-crd"));
+    find(
+        &objects,
+        "CustomResourceDefinition",
+        "verticalpodautoscalers.autoscaling.k8s.io",
+    )
+    .clone()
+}
+
+/// Structural-schema basics the apiserver insists on: a type at every node
+/// (or int-or-string / preserve-unknown-fields), objects where properties are.
+fn assert_structural(path: &str, schema: &Value) {
+    let open = schema["x-kubernetes-int-or-string"] == true
+        || schema["x-kubernetes-preserve-unknown-fields"] == true;
+    assert!(schema.get("type").is_some() || open, "{path}: no type");
+    if let Some(props) = schema["properties"].as_object() {
+        assert_eq!(schema["type"], "object", "{path}");
+        for (k, v) in props {
+            assert_structural(&format!("{path}.{k}"), v);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        assert_eq!(schema["type"], "array", "{path}");
+        assert_structural(&format!("{path}[]"), items);
+    }
+    if let Some(extra) = schema.get("additionalProperties") {
+        assert_structural(&format!("{path}{{}}"), extra);
+    }
+    for (k, v) in schema.as_object().unwrap() {
+        assert!(!k.starts_with('&') && v != &Value::Null, "{path}.{k}");
+    }
+}
+
+#[test]
+fn the_vpa_crd_component_adds_scope_and_recommendation_groups_with_their_cel_rules() {
+    let crd = vpa_crd();
+    assert_eq!(crd["spec"]["group"], "autoscaling.k8s.io");
+    let versions = crd["spec"]["versions"].as_array().unwrap();
+    let v1 = versions.iter().find(|v| v["name"] == "v1").unwrap();
+    assert_eq!(v1["served"], true);
+    assert_eq!(v1["storage"], true);
+    assert!(v1["subresources"].get("status").is_some());
+    for v in versions.iter().filter(|v| v["name"] != "v1") {
+        assert_eq!(v["storage"], false);
+    }
+    let root = &v1["schema"]["openAPIV3Schema"];
+    assert_structural("", root);
+    let spec = &root["properties"]["spec"];
+    assert_eq!(strings(&spec["required"]), ["targetRef"]);
+    assert_eq!(strings(&spec["properties"]["scope"]["enum"]), ["", "node"]);
+    let rules: Vec<(&str, &str)> = spec["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (str_at(r, "/rule"), str_at(r, "/message")))
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            ("!has(self.scope) || self.scope in ['', 'node']", "spec.scope must be \"\" or \"node\""),
+            (
+                "!has(self.scope) || self.scope != 'node' || (self.targetRef.apiVersion == 'apps/v1' && self.targetRef.kind == 'DaemonSet')",
+                "spec.scope \"node\" requires targetRef apps/v1 DaemonSet"
+            ),
+        ]
+    );
+    for field in [
+        "recommenders",
+        "resourcePolicy",
+        "startupBoost",
+        "targetRef",
+        "updatePolicy",
+    ] {
+        assert!(
+            spec["properties"].get(field).is_some(),
+            "upstream spec.{field} missing"
+        );
+    }
+    let status = &root["properties"]["status"]["properties"];
+    let upstream = &status["recommendation"]["properties"]["containerRecommendations"];
+    let groups = &status["recommendationGroups"];
+    assert_eq!(groups["type"], "array");
+    let group = &groups["items"]["properties"];
+    assert_eq!(group["scopeValue"]["type"], "string");
+    assert_eq!(
+        group["containerRecommendations"]["items"],
+        upstream["items"]
+    );
+    assert_eq!(strings(&upstream["items"]["required"]), ["target"]);
+}
+
+#[test]
+fn the_balloon_priority_class_and_example_daemonset_follow_the_balloon_rules() {
+    let objects = base();
+    let class = find(&objects, "PriorityClass", "node-balloon");
+    assert_eq!(class["value"], 1_000_000_000);
+    assert_eq!(class["preemptionPolicy"], "Never");
+    assert_eq!(class["globalDefault"], false);
+    let ds = load_one(&manifests().join("examples/balloon-daemonset.yaml"));
+    assert_eq!(ds["kind"], "DaemonSet");
+    assert_eq!(ds["metadata"]["namespace"], "kube-system");
+    let template = &ds["spec"]["template"];
+    assert_eq!(
+        template["metadata"]["labels"]["node.kubernetes.io/balloon"],
+        "true"
+    );
+    let pod = &template["spec"];
+    assert_eq!(pod["priorityClassName"], "node-balloon");
+    let tolerations = pod["tolerations"].as_array().unwrap();
+    assert!(tolerations
+        .iter()
+        .any(|t| t["operator"] == "Exists" && t.get("key").is_none() && t.get("effect").is_none()));
+    for c in pod["containers"].as_array().unwrap() {
+        assert_eq!(c["image"], "registry.k8s.io/pause:3.10");
+        for r in ["cpu", "memory"] {
+            assert!(c["resources"]["requests"].get(r).is_some(), "{r} request");
+        }
+    }
+}
+
+/// `kubectl kustomize` or `kustomize build`, whichever is on PATH.
+fn kustomize() -> Option<Vec<&'static str>> {
+    let works = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if works("kustomize", &["version"]) {
+        Some(vec!["kustomize", "build"])
+    } else if works("kubectl", &["kustomize", "--help"]) {
+        Some(vec!["kubectl", "kustomize"])
+    } else {
+        None
+    }
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            if entry.file_name() != "certs" {
+                copy_tree(&entry.path(), &target);
+            }
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_installed() {
+    let Some(cmd) = kustomize() else {
+        println!("note: neither kustomize nor kubectl is on PATH; skipping the real render");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("manifests");
+    copy_tree(&manifests(), &root);
+    let certs = root.join("overlays/self-signed/certs");
+    std::fs::create_dir_all(&certs).unwrap();
+    for f in ["tls.crt", "tls.key"] {
+        std::fs::write(certs.join(f), format!("test {f}\n")).unwrap();
+    }
+    let all = root.join("overlays/all-components");
+    std::fs::create_dir_all(&all).unwrap();
+    std::fs::write(
+        all.join("kustomization.yaml"),
+        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd]\n",
+    )
+    .unwrap();
+    let render = |dir: &Path| -> Vec<Value> {
+        let out = Command::new(cmd[0])
+            .args(&cmd[1..])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{cmd:?} {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap()
+    };
+    let strip_hash = |o: &Value| {
+        let (kind, name) = kind_name(o);
+        let name = match name.rsplit_once('-') {
+            Some((stem, hash)) if kind == "ConfigMap" && hash.len() == 10 => stem.to_owned(),
+            _ => name,
+        };
+        (kind, name)
+    };
+    let rendered: BTreeSet<_> = render(&root).iter().map(strip_hash).collect();
+    let resolved: BTreeSet<_> = base().iter().map(kind_name).collect();
+    assert_eq!(
+        rendered, resolved,
+        "the tiny resolver and kustomize disagree"
+    );
+
+    let objects = render(&all);
+    let deployment = deployment(&objects);
+    let volumes = deployment["spec"]["template"]["spec"]["volumes"]
+        .as_array()
+        .unwrap();
+    let policies = volumes.iter().find(|v| v["name"] == "policies").unwrap();
+    let cm = str_at(policies, "/configMap/name");
+    assert!(
+        cm.starts_with("nodescope-policies-"),
+        "hashed name rewritten: {cm}"
+    );
+    find(&objects, "ConfigMap", cm);
+    find(&objects, "Secret", "nodescope-tls");
+    find(
+        &objects,
+        "CustomResourceDefinition",
+        "verticalpodautoscalers.autoscaling.k8s.io",
+    );
+    for kind in [
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        let config = find(&objects, kind, "nodescope");
+        for hook in webhooks(config) {
+            assert!(
+                !str_at(hook, "/clientConfig/caBundle").is_empty(),
+                "{kind}: caBundle"
+            );
+            assert!(hook["rules"].is_array(), "{kind}: the patch kept the rules");
+        }
+    }
+    let ca_injected = render(&root.join("overlays/cert-manager"));
+    find(&ca_injected, "Certificate", "nodescope");
+}
+
+/// The kubelet writes a ConfigMap volume atomically: the files live in a
+/// hidden timestamped directory, `..data` links to it, and each key is a
+/// symlink through `..data`. The server must load such a directory as the
+/// bundle once, not three times.
+#[cfg(unix)]
+#[test]
+#[ignore = "src/policy/load.rs collect_files descends into the kubelet's ..data dirs (Duplicate); remove once it skips dot-entries"]
+fn the_policy_bundle_loads_once_from_a_configmap_volume_layout() {
+    use std::os::unix::fs::symlink;
+    let mirror = manifests().join("base/policies");
+    let tmp = tempfile::tempdir().unwrap();
+    let volume = tmp.path();
+    let stamped = volume.join("..2026_01_01_00_00_00.000000001");
+    std::fs::create_dir(&stamped).unwrap();
+    let objects = base();
+    let bundle = find(&objects, "ConfigMap", "nodescope-policies");
+    for key in bundle["data"].as_object().unwrap().keys() {
+        std::fs::copy(mirror.join(key), stamped.join(key)).unwrap();
+        symlink(Path::new("..data").join(key), volume.join(key)).unwrap();
+    }
+    symlink(stamped.file_name().unwrap(), volume.join("..data")).unwrap();
+    let flat = nodescope::policy::PolicySet::load_dir(&mirror);
+    assert!(flat.is_ok(), "the mirror itself loads: {:?}", flat.err());
+    let mounted = nodescope::policy::PolicySet::load_dir(volume);
+    assert!(
+        mounted.is_ok(),
+        "the mounted bundle does not load: {:?}",
+        mounted.err()
+    );
+}
