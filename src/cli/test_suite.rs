@@ -32,6 +32,9 @@ struct Suite {
     params: Vec<Value>,
     #[serde(default)]
     recommendations: Vec<Value>,
+    /// Free-form; a place to define YAML anchors that cases refer to.
+    #[serde(default, rename = "fixtures")]
+    _fixtures: Value,
     cases: Vec<Case>,
 }
 
@@ -96,7 +99,7 @@ struct CaseResult {
 }
 
 /// Compiled policies, shared by the suites that name the same directory.
-type PolicyCache = HashMap<Option<PathBuf>, (Arc<PolicySet>, Vec<Value>)>;
+type PolicyCache = HashMap<Option<PathBuf>, Arc<PolicySet>>;
 
 /// Runs the suites under `args.paths`; exit code 1 when any case fails.
 ///
@@ -160,11 +163,13 @@ fn run_suite(
         .as_ref()
         .map(|p| base.join(p))
         .or_else(|| args.policies.clone());
-    let (policies, extras) = match cache.entry(policy_dir) {
-        Entry::Occupied(entry) => entry.get().clone(),
+    // Suites are hermetic: the objects a policy directory installs (the
+    // bundle's resizers ConfigMap) are not params unless a suite lists them.
+    let policies = match cache.entry(policy_dir) {
+        Entry::Occupied(entry) => Arc::clone(entry.get()),
         Entry::Vacant(entry) => {
-            let (set, extras) = dry_run::load_policies(entry.key().as_deref())?;
-            entry.insert((Arc::new(set), extras)).clone()
+            let (set, _installed) = dry_run::load_policies(entry.key().as_deref())?;
+            Arc::clone(entry.insert(Arc::new(set)))
         }
     };
     let suite_params = objects(&suite.params, base, &source)?;
@@ -176,13 +181,16 @@ fn run_suite(
             continue;
         }
         let at = format!("{source}: case {:?}", case.name);
-        let mut state = extras.clone();
-        state.extend(suite_params.iter().cloned());
+        let mut state = suite_params.clone();
         state.extend(objects(&case.params, base, &at)?);
         state.extend(suite_recommendations.iter().cloned());
         state.extend(objects(&case.recommendations, base, &at)?);
         let engine = Engine::new(Arc::clone(&policies), state, Default::default())?;
-        let reports = run_case(&engine, case, base, &at)?;
+        let mut reports = run_case(&engine, case, base, &at)?;
+        if !case.nodes.is_empty() {
+            // With `nodes`, the case is about the DaemonSet's pods.
+            reports.retain(|r| r.node.is_some());
+        }
         results.push(CaseResult {
             suite: suite_name.clone(),
             case: case.name.clone(),
@@ -296,6 +304,11 @@ fn check(expect: &Expect, reports: &[ObjectReport], at: &str) -> Result<Option<S
         .map(Regex::new)
         .transpose()
         .map_err(|e| InputError::Usage(format!("{at}: expect.message: {e}")))?;
+    if reports.is_empty() {
+        return Ok(Some(
+            "nothing to check (with `nodes`, give an apps/v1 DaemonSet)".to_owned(),
+        ));
+    }
     for report in reports {
         if let Some(problem) = check_one(expect, pattern.as_ref(), report) {
             return Ok(Some(format!("{}: {problem}", report.object)));

@@ -443,7 +443,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     } else {
         DryRunFormat::Json
     });
-    let colour = terminal && std::env::var_os("NO_COLOR").is_none();
+    let colour = use_colour(terminal, std::env::var_os("NO_COLOR").as_deref());
     if args.operation != crate::cli::Operation::Update && !args.old.is_empty() {
         return Err(InputError::Usage("--old is only used with --operation UPDATE".into()).into());
     }
@@ -494,6 +494,13 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     })
 }
 
+/// Colour only on a terminal, and never when `NO_COLOR` is set (to
+/// anything, even empty).
+#[must_use]
+pub fn use_colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
+    terminal && no_color.is_none()
+}
+
 /// Reads objects for `--params`, `--recommendations` and `--old`; each must
 /// be a Kubernetes object.
 fn read_objects(paths: &[PathBuf]) -> Result<Vec<Value>, RunError> {
@@ -502,4 +509,17 @@ fn read_objects(paths: &[PathBuf]) -> Result<Vec<Value>, RunError> {
         .into_iter()
         .map(|d| check_object(&d).map(|()| d.value).map_err(RunError::from))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_is_only_for_terminals_without_no_color() {
+        assert!(use_colour(true, None));
+        assert!(!use_colour(false, None));
+        assert!(!use_colour(true, Some(std::ffi::OsStr::new(""))));
+        assert!(!use_colour(true, Some(std::ffi::OsStr::new("1"))));
+    }
 }

@@ -419,3 +419,65 @@ pub fn xml(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn denied_report() -> Report {
+        Report::new(vec![ObjectReport {
+            object: "Pod/ns/p".into(),
+            source: None,
+            node: None,
+            operation: "CREATE".into(),
+            resource: "pods".into(),
+            allowed: false,
+            status: Some(Status {
+                code: 403,
+                reason: "Forbidden".into(),
+                message: "ValidatingAdmissionPolicy 'a' with binding 'b' denied request: <no>"
+                    .into(),
+            }),
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+            results: vec![Row {
+                policy: "a".into(),
+                binding: "b".into(),
+                param: None,
+                result: "deny",
+                message: Some("<no>".into()),
+            }],
+            mutation: None,
+        }])
+    }
+
+    #[test]
+    fn the_table_colours_results_only_when_asked() {
+        let report = denied_report();
+        let mut plain = Vec::new();
+        write(&mut plain, &report, DryRunFormat::Table, false).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains('\x1b'));
+        assert!(plain.ends_with("1 objects: 0 allowed, 1 denied, 0 warnings, 0 errors\n"));
+        let mut coloured = Vec::new();
+        write(&mut coloured, &report, DryRunFormat::Table, true).unwrap();
+        assert!(String::from_utf8(coloured)
+            .unwrap()
+            .contains("\x1b[31mdeny"));
+    }
+
+    #[test]
+    fn junit_escapes_messages_and_counts_denials_as_failures() {
+        let mut out = Vec::new();
+        write(&mut out, &denied_report(), DryRunFormat::Junit, false).unwrap();
+        let xml = String::from_utf8(out).unwrap();
+        assert!(
+            xml.contains(r#"tests="1" failures="1" errors="0" skipped="0""#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<failure type="deny" message="&lt;no&gt;">"#),
+            "{xml}"
+        );
+    }
+}
