@@ -185,7 +185,7 @@ pub struct DryRunArgs {
     /// AdmissionReview JSON (replayed as the apiserver sent it). Repeatable.
     #[arg(short = 'f', long = "filename", required = true)]
     pub files: Vec<PathBuf>,
-    /// Directory of ValidatingAdmissionPolicies and bindings; the bundle
+    /// ValidatingAdmissionPolicies and bindings (a directory or a file); the bundle
     /// built into this binary when omitted.
     #[arg(long)]
     pub policies: Option<PathBuf>,

@@ -280,10 +280,7 @@ fn run_case(
         user: &user,
         nodes: &case.nodes,
     };
-    dry_run::requests(engine, documents, &old, &options, 0)?
-        .into_iter()
-        .map(|request| engine.evaluate(request))
-        .collect()
+    engine.evaluate_all(dry_run::requests(engine, documents, &old, &options, 0)?)
 }
 
 /// `None` when every report meets the expectation, else why not.

@@ -49,7 +49,12 @@ pub fn daemonset_pod(daemonset: &Value, node: &str) -> Option<Value> {
         .unwrap_or_default();
     pin_to_node(&mut spec, node);
     add_daemonset_tolerations(&mut spec);
-    Some(json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}))
+    let mut pod = Map::new();
+    pod.insert("apiVersion".to_owned(), Value::from("v1"));
+    pod.insert("kind".to_owned(), Value::from("Pod"));
+    pod.insert("metadata".to_owned(), Value::Object(metadata));
+    pod.insert("spec".to_owned(), Value::Object(spec));
+    Some(Value::Object(pod))
 }
 
 /// `ReplaceDaemonSetPodNodeNameNodeAffinity`: the required node affinity

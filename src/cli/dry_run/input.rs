@@ -139,27 +139,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError
                 other => vec![(Some(line), other)],
             }
         } else {
-            // Manifests are the user's own files: allow many documents, keep
-            // the depth limit that protects the stack.
-            let options = serde_saphyr::options! {
-                with_snippet: false,
-                budget: serde_saphyr::budget! {
-                    max_documents: 10_000_000,
-                    max_nodes: usize::MAX,
-                    max_events: usize::MAX,
-                },
-            };
-            let spanned: Vec<serde_saphyr::Spanned<Value>> =
-                serde_saphyr::from_multiple_with_options(text, options).map_err(|e| {
-                    InputError::File {
-                        path: source.to_owned(),
-                        message: format!("not valid YAML: {e}"),
-                    }
-                })?;
-            spanned
-                .into_iter()
-                .map(|s| (Some(s.referenced.line()).filter(|&l| l > 0), s.value))
-                .collect()
+            parse_yaml(source, text)?
         };
     let mut out = Vec::new();
     for (number, (line, value)) in documents
@@ -204,6 +184,107 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError
     Ok(out)
 }
 
+/// A parsed document and the line it starts on, when known.
+type LinedValue = (Option<u64>, Value);
+
+/// Below this size a file is parsed on one thread.
+const PARALLEL_PARSE_BYTES: usize = 256 * 1024;
+
+/// Multi-document YAML, large files split at document markers and parsed on
+/// every core. A line that starts with `---` and a blank is a document
+/// marker wherever it is (YAML forbids it inside scalars), so the split never
+/// changes a document; any error is reported from a whole-file parse, with
+/// the line as the parser sees it.
+fn parse_yaml(source: &str, text: &str) -> Result<Vec<LinedValue>, InputError> {
+    let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    if threads > 1 && text.len() >= PARALLEL_PARSE_BYTES {
+        let chunks = split_documents(text, threads);
+        let parsed: Vec<Option<Vec<LinedValue>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = chunks
+                .iter()
+                .map(|&(line, chunk)| scope.spawn(move || parse_yaml_chunk(chunk, line).ok()))
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| handle.join().ok().flatten())
+                .collect()
+        });
+        if let Some(parts) = parsed.into_iter().collect::<Option<Vec<_>>>() {
+            return Ok(parts.into_iter().flatten().collect());
+        }
+    }
+    parse_yaml_chunk(text, 0).map_err(|e| InputError::File {
+        path: source.to_owned(),
+        message: format!("not valid YAML: {e}"),
+    })
+}
+
+/// Parses `text`, whose first line is line `line_offset + 1` of the file.
+fn parse_yaml_chunk(text: &str, line_offset: u64) -> Result<Vec<LinedValue>, serde_saphyr::Error> {
+    // Manifests are the user's own files: allow many documents, keep the
+    // depth limit that protects the stack.
+    let options = serde_saphyr::options! {
+        with_snippet: false,
+        budget: serde_saphyr::budget! {
+            max_documents: 10_000_000,
+            max_nodes: usize::MAX,
+            max_events: usize::MAX,
+        },
+    };
+    let spanned: Vec<serde_saphyr::Spanned<Value>> =
+        serde_saphyr::from_multiple_with_options(text, options)?;
+    Ok(spanned
+        .into_iter()
+        .map(|s| {
+            let line = s.referenced.line();
+            ((line > 0).then_some(line + line_offset), s.value)
+        })
+        .collect())
+}
+
+/// Up to `parts` pieces of `text`, each starting at a document marker (but
+/// the first), with the number of lines before it.
+fn split_documents(text: &str, parts: usize) -> Vec<(u64, &str)> {
+    let mut starts = vec![0];
+    for part in 1..parts {
+        let last = starts[starts.len() - 1];
+        let Some(at) = next_marker(text, (text.len() * part / parts).max(last)) else {
+            break;
+        };
+        if at > last {
+            starts.push(at);
+        }
+    }
+    starts.push(text.len());
+    let mut lines = 0;
+    let mut previous = 0;
+    starts
+        .windows(2)
+        .map(|w| {
+            lines += text.as_bytes()[previous..w[0]]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count() as u64;
+            previous = w[0];
+            (lines, &text[w[0]..w[1]])
+        })
+        .collect()
+}
+
+/// The byte offset of the first `---` document marker after `from`.
+fn next_marker(text: &str, from: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut at = from;
+    while let Some(found) = text.get(at..)?.find("\n---") {
+        let start = at + found + 1;
+        match bytes.get(start + 3) {
+            None | Some(b' ' | b'\t' | b'\n' | b'\r') => return Some(start),
+            Some(_) => at = start,
+        }
+    }
+    None
+}
+
 fn list_of(items: Vec<Value>) -> serde_json::Map<String, Value> {
     let mut map = serde_json::Map::new();
     map.insert("kind".to_owned(), Value::from("List"));
@@ -244,7 +325,8 @@ pub fn check_object(document: &SourceDocument) -> Result<(), InputError> {
     }
     for field in ["name", "generateName", "namespace"] {
         if value
-            .pointer(&format!("/metadata/{field}"))
+            .get("metadata")
+            .and_then(|m| m.get(field))
             .is_some_and(|v| !v.is_string())
         {
             return fail(&format!("`metadata.{field}` must be a string"));
@@ -281,6 +363,34 @@ mod tests {
                 "f.yaml: document 2, item 2 (line 8)"
             ]
         );
+    }
+
+    #[test]
+    fn a_large_file_parsed_in_pieces_keeps_every_document_and_its_line() {
+        let mut text = String::from("# many\n");
+        for i in 0..20_000 {
+            text.push_str(&format!(
+                "---\nkind: A\nmetadata: {{name: a{i}}}\nblock: |\n  x\n  ---not a marker\n"
+            ));
+        }
+        assert!(text.len() > PARALLEL_PARSE_BYTES);
+        assert!(split_documents(&text, 4).len() > 1);
+        let docs = parse("big.yaml", &text).unwrap();
+        assert_eq!(docs.len(), 20_000);
+        assert_eq!(docs[12_345].value["metadata"]["name"], "a12345");
+        assert_eq!(docs[12_345].location.document, 12_346);
+        assert_eq!(docs[12_345].location.line, Some(2 + 12_345 * 6 + 1));
+    }
+
+    #[test]
+    fn a_syntax_error_in_a_large_file_has_its_line_in_the_file() {
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("---\nkind: A\nmetadata: {{name: a{i}}}\n"));
+        }
+        text.push_str("---\nkind: [\n");
+        let err = parse("big.yaml", &text).unwrap_err().to_string();
+        assert!(err.contains("at line 60002"), "{err}");
     }
 
     #[test]

@@ -72,7 +72,8 @@ pub struct Request {
     pub review: Value,
 }
 
-/// Loads the policies in `dir`, or the bundle when `None`, with the objects
+/// Loads the policies in `dir` (a directory, or one file), or the bundle
+/// when `None`, with the objects
 /// that installing them creates (the bundle's ConfigMap), which count as
 /// params.
 ///
@@ -85,7 +86,11 @@ pub fn load_policies(dir: Option<&Path>) -> Result<(PolicySet, Vec<Value>), RunE
             crate::cli::bundle::extra_objects(),
         )),
         Some(dir) => {
-            let set = PolicySet::load_dir(dir)?;
+            let set = if dir.is_file() {
+                PolicySet::load_files(&[dir.to_path_buf()])?
+            } else {
+                PolicySet::load_dir(dir)?
+            };
             let extras = crate::manifest::read_path(dir, &["tests"])
                 .map_err(InputError::from)?
                 .into_iter()
@@ -202,6 +207,55 @@ impl Engine {
             results,
             mutation,
         })
+    }
+
+    /// Evaluates `requests` on every core; the reports keep their order.
+    ///
+    /// # Errors
+    /// The first error of [`Engine::evaluate`], in request order.
+    pub fn evaluate_all(&self, requests: Vec<Request>) -> Result<Vec<ObjectReport>, RunError> {
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        if threads < 2 || requests.len() < 64 {
+            return requests.into_iter().map(|r| self.evaluate(r)).collect();
+        }
+        let per_thread = requests.len().div_ceil(threads);
+        let mut batches: Vec<Vec<Request>> = Vec::new();
+        let mut requests = requests.into_iter();
+        loop {
+            let batch: Vec<Request> = requests.by_ref().take(per_thread).collect();
+            if batch.is_empty() {
+                break;
+            }
+            batches.push(batch);
+        }
+        let results: Vec<Result<Vec<ObjectReport>, RunError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = batches
+                .into_iter()
+                .map(|batch| {
+                    scope.spawn(move || {
+                        batch
+                            .into_iter()
+                            .map(|r| self.evaluate(r))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|handle| {
+                    handle.join().unwrap_or_else(|_| {
+                        Err(RunError::Internal(
+                            "an evaluation thread panicked".to_owned(),
+                        ))
+                    })
+                })
+                .collect()
+        });
+        let mut reports = Vec::new();
+        for batch in results {
+            reports.extend(batch?);
+        }
+        Ok(reports)
     }
 
     /// Sends a pod CREATE through the mutating webhook and, when it patches,
@@ -333,56 +387,53 @@ pub fn requests(
         let mut object = document.value;
         engine.default(&mut object, options.operation);
         let label = crate::manifest::object_ref(&object);
+        let pods: Vec<(String, Value)> = if options.operation == "CREATE" {
+            options
+                .nodes
+                .iter()
+                .map_while(|node| expand::daemonset_pod(&object, node).map(|p| (node.clone(), p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let review = match options.operation {
-            "DELETE" => review::build(&next_uid(), "DELETE", None, Some(&object), options.user),
-            "UPDATE" if options.sub_resource.is_some() => {
-                // A subresource write carries the whole object on both sides.
-                let old = old
-                    .iter()
-                    .find(|o| same_object(o, &object))
-                    .unwrap_or(&object);
+            "DELETE" => review::build(&next_uid(), "DELETE", None, Some(object), options.user),
+            "UPDATE" => {
+                let previous = old.iter().find(|o| same_object(o, &object)).cloned();
+                let previous = match (previous, options.sub_resource) {
+                    (Some(previous), _) => previous,
+                    // A subresource write carries the whole object on both sides.
+                    (None, Some(_)) => object.clone(),
+                    (None, None) => {
+                        return Err(InputError::document(
+                            &document.location,
+                            format!("--operation UPDATE: no old version of {label} in --old"),
+                        )
+                        .into())
+                    }
+                };
                 let mut review = review::build(
                     &next_uid(),
                     "UPDATE",
-                    Some(&object),
-                    Some(old),
-                    options.user,
-                );
-                review["request"]["subResource"] = Value::from(options.sub_resource);
-                review["request"]["requestSubResource"] = Value::from(options.sub_resource);
-                review
-            }
-            "UPDATE" => {
-                let Some(previous) = old.iter().find(|o| same_object(o, &object)) else {
-                    return Err(InputError::document(
-                        &document.location,
-                        format!("--operation UPDATE: no old version of {label} in --old"),
-                    )
-                    .into());
-                };
-                review::build(
-                    &next_uid(),
-                    "UPDATE",
-                    Some(&object),
+                    Some(object),
                     Some(previous),
                     options.user,
-                )
+                );
+                if let Some(sub) = options.sub_resource {
+                    review["request"]["subResource"] = Value::from(sub);
+                    review["request"]["requestSubResource"] = Value::from(sub);
+                }
+                review
             }
-            op => review::build(&next_uid(), op, Some(&object), None, options.user),
+            op => review::build(&next_uid(), op, Some(object), None, options.user),
         };
         out.push(Request {
-            label: label.clone(),
+            label,
             location: Some(document.location.clone()),
             node: None,
             review,
         });
-        if options.operation != "CREATE" {
-            continue;
-        }
-        for node in options.nodes {
-            let Some(mut pod) = expand::daemonset_pod(&object, node) else {
-                break;
-            };
+        for (node, mut pod) in pods {
             engine.default(&mut pod, "CREATE");
             let label = format!(
                 "Pod/{}/{}[{node}]",
@@ -392,14 +443,14 @@ pub fn requests(
             let review = review::build(
                 &next_uid(),
                 "CREATE",
-                Some(&pod),
+                Some(pod),
                 None,
                 &User::daemonset_controller(),
             );
             out.push(Request {
                 label,
                 location: Some(document.location.clone()),
-                node: Some(node.clone()),
+                node: Some(node),
                 review,
             });
         }
@@ -477,10 +528,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         nodes: &args.nodes,
     };
     let requests = requests(&engine, documents, &old, &options, 0)?;
-    let objects = requests
-        .into_iter()
-        .map(|r| engine.evaluate(r))
-        .collect::<Result<Vec<_>, _>>()?;
+    let objects = engine.evaluate_all(requests)?;
     let report = Report::new(objects);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -89,23 +89,27 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
 pub fn build(
     uid: &str,
     operation: &str,
-    object: Option<&Value>,
-    old_object: Option<&Value>,
+    object: Option<Value>,
+    old_object: Option<Value>,
     user: &User,
 ) -> Value {
-    let subject = object.or(old_object).unwrap_or(&Value::Null);
-    let kind = str_at(subject, "/kind");
+    let subject = object
+        .as_ref()
+        .or(old_object.as_ref())
+        .unwrap_or(&Value::Null);
+    let kind = str_at(subject, "/kind").to_owned();
     let (group, version) = group_version(str_at(subject, "/apiVersion"));
-    let name = str_at(subject, "/metadata/name");
+    let (group, version) = (group.to_owned(), version.to_owned());
+    let name = str_at(subject, "/metadata/name").to_owned();
     let namespace = if kind == "Namespace" {
-        name
-    } else if is_namespaced(kind) {
-        str_at(subject, "/metadata/namespace")
+        name.clone()
+    } else if is_namespaced(&kind) {
+        str_at(subject, "/metadata/namespace").to_owned()
     } else {
-        ""
+        String::new()
     };
     let gvk = json!({"group": group, "version": version, "kind": kind});
-    let gvr = json!({"group": group, "version": version, "resource": resource_for(kind)});
+    let gvr = json!({"group": group, "version": version, "resource": resource_for(&kind)});
     let options_kind = match operation {
         "UPDATE" => "UpdateOptions",
         "DELETE" => "DeleteOptions",
@@ -125,17 +129,19 @@ pub fn build(
     }
     request.insert("operation".to_owned(), Value::from(operation));
     request.insert("userInfo".to_owned(), user.to_json());
-    request.insert("object".to_owned(), object.cloned().unwrap_or(Value::Null));
-    request.insert(
-        "oldObject".to_owned(),
-        old_object.cloned().unwrap_or(Value::Null),
-    );
+    request.insert("object".to_owned(), object.unwrap_or(Value::Null));
+    request.insert("oldObject".to_owned(), old_object.unwrap_or(Value::Null));
     request.insert("dryRun".to_owned(), Value::Bool(true));
     request.insert(
         "options".to_owned(),
         json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}),
     );
-    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+    // Built by hand: `json!` would deep-copy the request (and the objects).
+    let mut review = Map::new();
+    review.insert("apiVersion".to_owned(), Value::from("admission.k8s.io/v1"));
+    review.insert("kind".to_owned(), Value::from("AdmissionReview"));
+    review.insert("request".to_owned(), Value::Object(request));
+    Value::Object(review)
 }
 
 #[cfg(test)]
@@ -162,7 +168,7 @@ mod tests {
             username: "alice".into(),
             groups: vec!["devs".into()],
         };
-        let review = build("u1", "CREATE", Some(&pod), None, &user);
+        let review = build("u1", "CREATE", Some(pod), None, &user);
         let request = &review["request"];
         assert_eq!(
             request["resource"],
@@ -182,7 +188,7 @@ mod tests {
     #[test]
     fn a_delete_review_has_only_the_old_object_and_cluster_scope_has_no_namespace() {
         let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}});
-        let review = build("u", "DELETE", None, Some(&pc), &User::default());
+        let review = build("u", "DELETE", None, Some(pc.clone()), &User::default());
         assert_eq!(review["request"]["object"], Value::Null);
         assert_eq!(review["request"]["oldObject"], pc);
         assert!(review["request"].get("namespace").is_none());
