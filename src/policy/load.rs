@@ -304,6 +304,15 @@ fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), PolicyLoad
         .map_err(io)?;
     entries.sort();
     for entry in entries {
+        // ConfigMap volumes keep each generation in `..<timestamp>` and
+        // `..data` directories beside the visible symlinks: read only those.
+        if entry
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with('.'))
+        {
+            continue;
+        }
         if entry.is_dir() {
             if entry.file_name().is_some_and(|name| name != "tests") {
                 collect_files(&entry, files)?;
