@@ -214,3 +214,84 @@ impl PolicyInputs for Snapshot {
             .collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vpa(name: &str, created: &str, scope: &str, kind: &str) -> Value {
+        json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "monitoring", "creationTimestamp": created},
+            "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": "node-exporter"}}
+        })
+    }
+
+    #[test]
+    fn oldest_node_scoped_vpa_wins_then_the_name() {
+        let snapshot = Snapshot::build([
+            vpa("b-newer", "2026-02-01T00:00:00Z", "node", "DaemonSet"),
+            vpa("c-old", "2026-01-01T00:00:00Z", "node", "DaemonSet"),
+            vpa("a-old", "2026-01-01T00:00:00Z", "node", "DaemonSet"),
+        ]);
+        assert_eq!(
+            snapshot
+                .vpa_for("monitoring", "node-exporter")
+                .map(|v| v.name.as_str()),
+            Some("a-old")
+        );
+    }
+
+    #[test]
+    fn vpas_without_node_scope_or_daemonset_target_are_not_indexed() {
+        let snapshot = Snapshot::build([
+            vpa("whole", "2026-01-01T00:00:00Z", "", "DaemonSet"),
+            vpa("deploy", "2026-01-01T00:00:00Z", "node", "Deployment"),
+        ]);
+        assert_eq!(snapshot.vpa_count(), 0);
+    }
+
+    #[test]
+    fn bad_quantity_leaves_the_vpa_out_naming_object_and_field() {
+        let mut bad = vpa("bad", "2026-01-01T00:00:00Z", "node", "DaemonSet");
+        bad["status"] = json!({"recommendationGroups": [{"scopeValue": "n1",
+            "containerRecommendations": [{"containerName": "c", "target": {"cpu": "lots"}}]}]});
+        let snapshot = Snapshot::build([bad]);
+        assert_eq!(snapshot.vpa_count(), 0);
+        let problem = snapshot.problems[0].to_string();
+        assert!(
+            problem.starts_with("VerticalPodAutoscaler monitoring/bad: status.recommendationGroups[0].containerRecommendations[0].target.cpu: "),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn params_are_found_by_name_and_by_selector() {
+        let snapshot = Snapshot::build([json!({
+            "apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+            "metadata": {"name": "balloon-pods", "namespace": "kube-system", "labels": {"tier": "platform"}}
+        })]);
+        assert!(snapshot
+            .param(
+                "featureflags.nodescope.dev/v1alpha1",
+                "Feature",
+                Some("kube-system"),
+                "balloon-pods"
+            )
+            .is_some());
+        let selector: LabelSelector =
+            serde_json::from_value(json!({"matchLabels": {"tier": "platform"}})).unwrap();
+        assert_eq!(
+            snapshot
+                .params_matching(
+                    "featureflags.nodescope.dev/v1alpha1",
+                    "Feature",
+                    None,
+                    &selector
+                )
+                .len(),
+            1
+        );
+    }
+}
