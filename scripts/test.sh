@@ -3,4 +3,4 @@
 # bundle's own suites through the CLI (once `nodescope test` exists).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --locked --all-targets
+cargo test --locked

@@ -4,7 +4,7 @@
 use super::{Decider, Denial, Review, Verdict};
 use crate::mutate::mutate_pod;
 use crate::mutate::pod::PodView;
-use crate::policy::{validate, AdmissionRequestInput};
+use crate::policy::{validate, AdmissionRequestInput, LazyReview};
 
 /// The mutating webhook's decision; the bool marks an internal error that
 /// was turned into an unchanged, allowed pod. It never denies: a pod must
@@ -90,8 +90,9 @@ pub(super) fn decide_validation(
     review: &Review<'_>,
     decider: &Decider,
 ) -> (Verdict, bool) {
-    let value: serde_json::Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
+    // Only the parts of the object that policies read are ever materialized.
+    let lazy = match LazyReview::parse(body) {
+        Ok(lazy) => lazy,
         Err(error) => {
             return (
                 Verdict::deny(Denial::bad_request(format!(
@@ -102,7 +103,7 @@ pub(super) fn decide_validation(
             )
         }
     };
-    let input = match AdmissionRequestInput::from_review(&value) {
+    let input = match AdmissionRequestInput::from_body(&lazy) {
         Ok(input) => input,
         Err(error) => {
             return (

@@ -13,7 +13,7 @@ use super::model::{
 };
 use cel::Env;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +126,77 @@ impl Default for EvaluationLimits {
 pub struct PolicySet {
     pub(crate) env: Arc<Env>,
     pub(crate) policies: Vec<CompiledPolicy>,
+    pub(crate) index: PolicyIndex,
     pub(crate) limits: EvaluationLimits,
+}
+
+/// The policies a request may match, by its (group, resource), built at
+/// load so that policies for other resources cost a hash lookup, not a
+/// matcher run. A superset: the full match still decides.
+#[derive(Debug, Default)]
+pub(crate) struct PolicyIndex {
+    /// group (or `*`) -> resource (or `*`) -> policy indices, ascending.
+    by_group: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl PolicyIndex {
+    fn build(policies: &[CompiledPolicy]) -> Self {
+        let mut index = PolicyIndex::default();
+        for (i, policy) in policies.iter().enumerate() {
+            let rules = policy
+                .spec
+                .match_constraints
+                .as_ref()
+                .map_or(&[][..], |c| c.resource_rules.as_slice());
+            if rules.is_empty() {
+                // No constraints, or no resource rules: every request.
+                index.insert("*", "*", i);
+            }
+            for rule in rules {
+                let any_group = rule.api_groups.iter().any(|g| g == "*");
+                for group in &rule.api_groups {
+                    if any_group && group != "*" {
+                        continue;
+                    }
+                    for entry in &rule.resources {
+                        let resource = entry.split_once('/').map_or(entry.as_str(), |(r, _)| r);
+                        index.insert(group, resource, i);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    fn insert(&mut self, group: &str, resource: &str, policy: usize) {
+        let list = self
+            .by_group
+            .entry(group.to_owned())
+            .or_default()
+            .entry(resource.to_owned())
+            .or_default();
+        if list.last() != Some(&policy) {
+            list.push(policy);
+        }
+    }
+
+    /// The indices of the policies a request for `group`/`resource` may
+    /// match, ascending.
+    pub(crate) fn candidates(&self, group: &str, resource: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        for g in [group, "*"] {
+            if let Some(by_resource) = self.by_group.get(g) {
+                for r in [resource, "*"] {
+                    if let Some(list) = by_resource.get(r) {
+                        out.extend_from_slice(list);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 impl std::fmt::Debug for PolicySet {
@@ -154,6 +224,8 @@ pub(crate) struct CompiledPolicy {
     pub(crate) spec: PolicySpec,
     pub(crate) failure_policy: FailurePolicy,
     pub(crate) variables: Vec<(String, CompiledExpression)>,
+    /// `variables.<name>` for each variable: the name its value is bound to.
+    pub(crate) variable_bindings: Vec<String>,
     pub(crate) match_conditions: Vec<(String, CompiledExpression)>,
     pub(crate) validations: Vec<CompiledValidation>,
     pub(crate) audit_annotations: Vec<(String, CompiledExpression)>,
@@ -261,9 +333,11 @@ impl PolicySet {
                 spec: binding.spec,
             });
         }
+        let policies: Vec<CompiledPolicy> = compiled.into_values().collect();
         Ok(PolicySet {
             env: Arc::clone(compiler.env()),
-            policies: compiled.into_values().collect(),
+            index: PolicyIndex::build(&policies),
+            policies,
             limits: EvaluationLimits::default(),
         })
     }
