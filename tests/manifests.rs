@@ -1000,3 +1000,73 @@ fn the_policy_bundle_loads_once_from_a_configmap_volume_layout() {
         mounted.err()
     );
 }
+
+/// Evaluates a CRD `x-kubernetes-validations` rule with the project's CEL
+/// environment, `self` bound to `value` as the apiserver binds it.
+fn crd_rule(rule: &str, value: &Value) -> Result<bool, String> {
+    let env = std::sync::Arc::new(
+        nodescope::policy::k8s_lib::kubernetes_env().map_err(|e| e.to_string())?,
+    );
+    let program = env.compile(rule).map_err(|e| e.to_string())?;
+    let mut context = cel::Context::with_env(env);
+    context
+        .add_variable("self", cel::to_value(value).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("{e:?}"))?;
+    match program.execute(&context).map_err(|e| e.to_string())? {
+        cel::Value::Bool(b) => Ok(b),
+        other => Err(format!("rule returned {other:?}")),
+    }
+}
+
+#[test]
+fn the_vpa_crd_scope_rules_accept_and_reject_the_policy_bundles_cases() {
+    let crd = load_one(&manifests().join("components/vpa-crd/vpa-crd.yaml"));
+    let version = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "v1")
+        .unwrap();
+    let rules: Vec<(String, String)> = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_owned(),
+                r["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(rules.len(), 2);
+    let spec = |scope: Option<&str>, api_version: &str, kind: &str| {
+        let mut spec = serde_json::json!({"targetRef": {"apiVersion": api_version, "kind": kind, "name": "x"}});
+        if let Some(s) = scope {
+            spec["scope"] = Value::String(s.to_owned());
+        }
+        spec
+    };
+    // The first failing rule's message, or None when every rule holds.
+    let verdict = |spec: &Value| -> Option<String> {
+        rules
+            .iter()
+            .find(|(rule, _)| !crd_rule(rule, spec).unwrap_or_else(|e| panic!("{rule}: {e}")))
+            .map(|(_, message)| message.clone())
+    };
+    assert_eq!(verdict(&spec(None, "apps/v1", "Deployment")), None);
+    assert_eq!(verdict(&spec(Some(""), "apps/v1", "Deployment")), None);
+    assert_eq!(verdict(&spec(Some("node"), "apps/v1", "DaemonSet")), None);
+    assert_eq!(
+        verdict(&spec(Some("zone"), "apps/v1", "DaemonSet")).as_deref(),
+        Some("spec.scope must be \"\" or \"node\"")
+    );
+    assert_eq!(
+        verdict(&spec(Some("node"), "apps/v1", "Deployment")).as_deref(),
+        Some("spec.scope \"node\" requires targetRef apps/v1 DaemonSet")
+    );
+    assert_eq!(
+        verdict(&spec(Some("node"), "extensions/v1beta1", "DaemonSet")).as_deref(),
+        Some("spec.scope \"node\" requires targetRef apps/v1 DaemonSet")
+    );
+}
