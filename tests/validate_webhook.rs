@@ -297,3 +297,50 @@ fn server_refuses_to_start_on_a_policy_that_does_not_compile() {
     );
     assert!(stderr.contains("frobnicate"), "{stderr}");
 }
+
+#[tokio::test]
+async fn policy_changes_are_reloaded_and_a_broken_bundle_keeps_the_last_good_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bundle = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("policies");
+    for entry in std::fs::read_dir(&bundle).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, dir.path().join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let server = Server::start(&[
+        &format!("--policies={}", dir.path().display()),
+        "--reload-interval",
+        "1",
+    ]);
+    let mut steal = review("pod-node-exporter-node-a-1-create");
+    steal["request"]["object"]["spec"]["priorityClassName"] = json!("node-balloon");
+    assert_eq!(validate(&server, &steal).await["allowed"], false);
+
+    // A policy that does not compile: the previous bundle stays in force.
+    let balloon = dir.path().join("balloon-pods.yaml");
+    let good = std::fs::read_to_string(&balloon).unwrap();
+    std::fs::write(
+        &balloon,
+        good.replacen("expression:", "expression: frobnicate() ||", 1),
+    )
+    .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    assert_eq!(validate(&server, &steal).await["allowed"], false);
+    let logs = server.logs().join("\n");
+    assert!(
+        logs.contains("policy reload failed; keeping the previous bundle"),
+        "{logs}"
+    );
+
+    // A valid bundle without the balloon rules: served without a restart.
+    std::fs::remove_file(&balloon).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while validate(&server, &steal).await["allowed"] == false {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "reloaded bundle never served"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
