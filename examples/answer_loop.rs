@@ -29,7 +29,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5_000);
-    let mut objects = synthetic::node_scoped_vpas(100, nodes);
+    let vpas = std::env::var("ANSWER_LOOP_VPAS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let mut objects = synthetic::node_scoped_vpas(vpas, nodes);
     objects.extend(
         nodescope::manifest::read_path(&root.join("examples/store"), &[])?
             .into_iter()
