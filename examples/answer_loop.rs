@@ -29,7 +29,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5_000);
-    let vpas = std::env::var("ANSWER_LOOP_VPAS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let vpas = std::env::var("ANSWER_LOOP_VPAS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
     let mut objects = synthetic::node_scoped_vpas(vpas, nodes);
     objects.extend(
         nodescope::manifest::read_path(&root.join("examples/store"), &[])?

@@ -11,6 +11,7 @@ use super::model::{
     BindingSpec, FailurePolicy, PolicySpec, StatusReason, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 };
+use crate::manifest::{self, ManifestError};
 use cel::Env;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -250,8 +251,8 @@ impl PolicySet {
     /// # Errors
     /// On the first unreadable file, invalid document or expression.
     pub fn load_dir(path: &Path) -> Result<Self, PolicyLoadError> {
-        let mut files = Vec::new();
-        collect_files(path, &mut files)?;
+        // Policy test suites live in `tests/` beside the bundle.
+        let files = manifest::collect_files(path, &["tests"]).map_err(from_manifest_error)?;
         Self::load_files(&files)
     }
 
@@ -366,65 +367,26 @@ impl PolicySet {
     }
 }
 
-fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), PolicyLoadError> {
-    let io = |source| PolicyLoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut entries = std::fs::read_dir(path)
-        .map_err(io)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io)?;
-    entries.sort();
-    for entry in entries {
-        // ConfigMap volumes keep each generation in `..<timestamp>` and
-        // `..data` directories beside the visible symlinks: read only those.
-        if entry
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with('.'))
-        {
-            continue;
-        }
-        if entry.is_dir() {
-            if entry.file_name().is_some_and(|name| name != "tests") {
-                collect_files(&entry, files)?;
-            }
-        } else if entry
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-        {
-            files.push(entry);
-        }
+/// Manifest reading is shared with the stores and the CLI; only the error
+/// type is the policy loader's own.
+fn from_manifest_error(error: ManifestError) -> PolicyLoadError {
+    match error {
+        ManifestError::Io { path, source } => PolicyLoadError::Io {
+            path: PathBuf::from(path),
+            source,
+        },
+        ManifestError::Syntax { path, message } => PolicyLoadError::Syntax {
+            source_name: path,
+            message,
+        },
     }
-    Ok(())
 }
 
-/// JSON first when the text looks like JSON, multi-document YAML otherwise;
-/// a `List` is flattened into its items.
 fn parse_documents(source_name: &str, text: &str) -> Result<Vec<Value>, PolicyLoadError> {
-    let syntax = |message: String| PolicyLoadError::Syntax {
-        source_name: source_name.to_owned(),
-        message,
-    };
-    let documents: Vec<Value> = if text.trim_start().starts_with('{') {
-        vec![serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?]
-    } else {
-        serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?
-    };
-    Ok(documents
+    Ok(manifest::parse_documents(source_name, text)
+        .map_err(from_manifest_error)?
         .into_iter()
-        .flat_map(|document| match document {
-            Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                match map.remove("items") {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                }
-            }
-            other => vec![other],
-        })
+        .map(|d| d.value)
         .collect())
 }
 

@@ -78,17 +78,8 @@ impl Snapshot {
         object: Value,
         chosen: &mut HashMap<(String, String), (String, String, VpaPolicy)>,
     ) {
-        let reference = object_ref(&object);
-        let vpa: VerticalPodAutoscaler = match serde_json::from_value(object) {
-            Ok(vpa) => vpa,
-            Err(e) => {
-                self.problems.push(ConvertError {
-                    object: reference,
-                    field: "(object)".into(),
-                    reason: e.to_string(),
-                });
-                return;
-            }
+        let Some(vpa) = self.typed::<VerticalPodAutoscaler>(object) else {
+            return;
         };
         let Some(target) = node_scoped_daemonset_target(&vpa) else {
             return;
@@ -117,18 +108,23 @@ impl Snapshot {
         }
     }
 
-    fn add_limit_range(&mut self, object: Value) {
+    /// The object as its Rust type, or a recorded problem naming it.
+    fn typed<T: serde::de::DeserializeOwned>(&mut self, object: Value) -> Option<T> {
         let reference = object_ref(&object);
-        let lr: k8s_openapi::api::core::v1::LimitRange = match serde_json::from_value(object) {
-            Ok(lr) => lr,
-            Err(e) => {
+        serde_json::from_value(object)
+            .map_err(|e| {
                 self.problems.push(ConvertError {
                     object: reference,
                     field: "(object)".into(),
                     reason: e.to_string(),
                 });
-                return;
-            }
+            })
+            .ok()
+    }
+
+    fn add_limit_range(&mut self, object: Value) {
+        let Some(lr) = self.typed::<k8s_openapi::api::core::v1::LimitRange>(object) else {
+            return;
         };
         let ns = lr.metadata.namespace.clone().unwrap_or_default();
         match limit_range_items(&lr) {
