@@ -1070,3 +1070,23 @@ fn the_vpa_crd_scope_rules_accept_and_reject_the_policy_bundles_cases() {
         Some("spec.scope \"node\" requires targetRef apps/v1 DaemonSet")
     );
 }
+
+#[test]
+fn the_deployment_args_are_accepted_by_the_real_command_line() {
+    use clap::Parser;
+    let objects = base();
+    let container = &deployment(&objects)["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Serve(args),
+        }) => {
+            assert_eq!(args.store, nodescope::store::StoreSource::Kube);
+            assert_eq!(args.policies, PathBuf::from("/etc/nodescope/policies"));
+            assert!(args.metrics_listen.is_some());
+        }
+        Ok(other) => panic!("not a serve command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
+}
