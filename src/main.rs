@@ -17,6 +17,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Runs an offline subcommand, which owns its exit codes: 0 and 1 from its
+/// verdict, 2 for bad input, 3 for internal errors, panics included (one
+/// line, no backtrace).
+fn offline(
+    run: impl FnOnce() -> Result<ExitCode, cli::dry_run::RunError> + std::panic::UnwindSafe,
+) -> ExitCode {
+    std::panic::set_hook(Box::new(|info| {
+        eprintln!("nodescope: internal error: {info}");
+    }));
+    match std::panic::catch_unwind(run) {
+        Ok(Ok(code)) => code,
+        Ok(Err(error)) => {
+            eprintln!("nodescope: {error}");
+            ExitCode::from(error.exit_code())
+        }
+        Err(_) => ExitCode::from(3),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
@@ -32,5 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             print!("{}", cli::run_certs(&args)?);
             Ok(ExitCode::SUCCESS)
         }
+        Command::DryRun(args) => Ok(offline(|| cli::run_dry_run(&args))),
+        Command::Test(args) => Ok(offline(|| cli::run_test(&args))),
     }
 }

@@ -3,11 +3,16 @@
 //! Nothing outside this module reads flags or environment variables; each
 //! subcommand gets a plain struct and runs from it.
 
+pub mod bundle;
 mod certs;
+pub mod dry_run;
 mod serve;
+pub mod test_suite;
 
 pub use certs::run_certs;
+pub use dry_run::run_dry_run;
 pub use serve::run_serve;
+pub use test_suite::run_test;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::net::SocketAddr;
@@ -28,6 +33,12 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Generate a self-signed CA and a serving certificate.
     Certs(CertsArgs),
+    /// Show what the webhook and the policy bundle would say about manifests,
+    /// offline. Exit 0: all admitted; 1: any denied; 2: bad input; 3: internal error.
+    DryRun(Box<DryRunArgs>),
+    /// Run policy test suites (YAML files of cases with expected results).
+    /// Exit 0: all passed; 1: any failed; 2: bad input; 3: internal error.
+    Test(TestArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -130,6 +141,111 @@ pub struct CertsArgs {
     /// Validity of both certificates, in days.
     #[arg(long, default_value_t = 365)]
     pub days: u32,
+}
+
+/// `-o` of `dry-run`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DryRunFormat {
+    /// One row per object and binding, then a summary (colour on a terminal).
+    Table,
+    /// The report as JSON (schema in docs/dry-run.md).
+    Json,
+    /// The same report as YAML.
+    Yaml,
+    /// JUnit XML: one testcase per object and binding.
+    Junit,
+}
+
+/// `CREATE`, `UPDATE` or `DELETE`, for `--operation`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[value(rename_all = "UPPER")]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Operation {
+    /// The operation as an AdmissionRequest spells it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Create => "CREATE",
+            Self::Update => "UPDATE",
+            Self::Delete => "DELETE",
+        }
+    }
+}
+
+/// `nodescope dry-run`.
+#[derive(Debug, Args, Clone)]
+pub struct DryRunArgs {
+    /// Manifests to evaluate: a file, a directory (recursively: .yaml, .yml,
+    /// .json) or `-` for stdin; multi-document YAML, `List`s and
+    /// AdmissionReview JSON (replayed as the apiserver sent it). Repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    pub files: Vec<PathBuf>,
+    /// Directory of ValidatingAdmissionPolicies and bindings; the bundle
+    /// built into this binary when omitted.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Features, ConfigMaps, Namespaces and PriorityClasses the policies and
+    /// the defaulting read. Repeatable.
+    #[arg(long)]
+    pub params: Vec<PathBuf>,
+    /// VerticalPodAutoscalers (with per-node recommendation groups) and
+    /// LimitRanges: DaemonSet pods are then shown with the mutating
+    /// webhook's patch. Repeatable.
+    #[arg(long)]
+    pub recommendations: Vec<PathBuf>,
+    /// Expand each DaemonSet given with -f into one pod per node, as the
+    /// DaemonSet controller would create them (comma-separated node names).
+    #[arg(long, value_delimiter = ',')]
+    pub nodes: Vec<String>,
+    /// The operation of every request built from a manifest.
+    #[arg(long, value_enum, default_value = "CREATE")]
+    pub operation: Operation,
+    /// The previous versions of the objects, for `--operation UPDATE`.
+    #[arg(long)]
+    pub old: Vec<PathBuf>,
+    /// The user making the requests (`request.userInfo.username`).
+    #[arg(long = "as")]
+    pub as_user: Option<String>,
+    /// A group of that user (`request.userInfo.groups`). Repeatable.
+    #[arg(long = "as-group")]
+    pub as_groups: Vec<String>,
+    /// What a pod gets when its VPA has no recommendation for its node.
+    #[arg(long, value_enum, default_value = "none")]
+    pub missing_node_recommendation: MissingNode,
+    /// Output format; `table` on a terminal, `json` otherwise.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<DryRunFormat>,
+}
+
+/// `-o` of `test`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TestFormat {
+    /// One PASS/FAIL line per case and a summary.
+    Text,
+    /// JUnit XML: one testcase per case.
+    Junit,
+}
+
+/// `nodescope test`.
+#[derive(Debug, Args, Clone)]
+pub struct TestArgs {
+    /// Suite files, or directories searched recursively for .yaml/.yml files.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Policies for suites that do not name their own `policies:`; the
+    /// bundle built into this binary when omitted.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Run only the cases whose `suite/case` name matches this regex.
+    #[arg(long)]
+    pub run: Option<String>,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: TestFormat,
 }
 
 /// Installs the global tracing subscriber; call once, at start.

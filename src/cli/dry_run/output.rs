@@ -1,0 +1,483 @@
+//! The dry-run report and its four renderings: a table for people, JSON and
+//! YAML (one schema, documented in docs/dry-run.md) for programs, JUnit XML
+//! for CI systems.
+
+use super::input::Location;
+use crate::cli::DryRunFormat;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// The whole report: `apiVersion`/`kind` version its schema.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub objects: Vec<ObjectReport>,
+    pub summary: Summary,
+}
+
+/// Counts of objects (not of rows).
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Summary {
+    pub objects: usize,
+    /// Admitted (possibly with warnings).
+    pub allowed: usize,
+    pub denied: usize,
+    /// Objects that got at least one warning.
+    pub warnings: usize,
+    /// Objects for which at least one binding could not be evaluated.
+    pub errors: usize,
+}
+
+/// Everything about one request.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReport {
+    /// `kind/namespace/name`; `Pod/<ns>/<generateName>[<node>]` for a pod
+    /// expanded from a DaemonSet.
+    pub object: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Location>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
+    pub operation: String,
+    /// The resource, with `/subresource` when there is one.
+    pub resource: String,
+    pub allowed: bool,
+    /// The apiserver's answer when denied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    /// Every warning the apiserver would return, webhook's and policies'.
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub audit_annotations: BTreeMap<String, String>,
+    /// One per evaluated (policy, binding, param).
+    pub results: Vec<Row>,
+    /// The mutating webhook's patch, for pods it would patch or warn about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutation: Option<MutationReport>,
+}
+
+/// The status of a denial, as the apiserver returns it.
+#[derive(Debug, Serialize)]
+pub struct Status {
+    pub code: u16,
+    pub reason: String,
+    pub message: String,
+}
+
+/// One (policy, binding, param) verdict.
+#[derive(Debug, Serialize)]
+pub struct Row {
+    pub policy: String,
+    pub binding: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub param: Option<String>,
+    /// `allow`, `deny`, `warn`, `audit`, `error` or `skip`.
+    pub result: &'static str,
+    /// The validation's message (for `skip`: why it was skipped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What the mutating webhook does to a pod.
+#[derive(Debug, Serialize)]
+pub struct MutationReport {
+    /// The JSON Patch (RFC 6902) the webhook returns.
+    pub patch: Vec<json_patch::PatchOperation>,
+    pub warnings: Vec<String>,
+    /// Each container's resources after the patch.
+    pub containers: Vec<ContainerResources>,
+}
+
+/// A container's resources.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct ContainerResources {
+    pub name: String,
+    pub requests: BTreeMap<String, Value>,
+    pub limits: BTreeMap<String, Value>,
+}
+
+impl ContainerResources {
+    /// The resources of a container object.
+    #[must_use]
+    pub fn of(container: &Value) -> Self {
+        let list = |key: &str| {
+            container
+                .pointer(&format!("/resources/{key}"))
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                .unwrap_or_default()
+        };
+        Self {
+            name: container
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned(),
+            requests: list("requests"),
+            limits: list("limits"),
+        }
+    }
+}
+
+impl ObjectReport {
+    /// Whether a binding could not be evaluated.
+    #[must_use]
+    pub fn errored(&self) -> bool {
+        self.results.iter().any(|r| r.result == "error")
+    }
+}
+
+impl Report {
+    /// A report over `objects`, with its summary.
+    #[must_use]
+    pub fn new(objects: Vec<ObjectReport>) -> Self {
+        let mut summary = Summary {
+            objects: objects.len(),
+            ..Summary::default()
+        };
+        for object in &objects {
+            if object.allowed {
+                summary.allowed += 1;
+            } else {
+                summary.denied += 1;
+            }
+            if !object.warnings.is_empty() {
+                summary.warnings += 1;
+            }
+            if object.errored() {
+                summary.errors += 1;
+            }
+        }
+        Self {
+            api_version: "nodescope.dev/v1alpha1",
+            kind: "DryRunReport",
+            objects,
+            summary,
+        }
+    }
+}
+
+/// Writes `report` as `format`; `colour` only affects the table.
+///
+/// # Errors
+/// When writing fails or the report cannot be encoded.
+pub fn write(
+    out: &mut impl Write,
+    report: &Report,
+    format: DryRunFormat,
+    colour: bool,
+) -> Result<(), String> {
+    let io = |e: std::io::Error| e.to_string();
+    match format {
+        DryRunFormat::Table => table(out, report, colour).map_err(io),
+        DryRunFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, report).map_err(|e| e.to_string())?;
+            writeln!(out).map_err(io)
+        }
+        DryRunFormat::Yaml => {
+            let text = serde_saphyr::to_string(report).map_err(|e| e.to_string())?;
+            out.write_all(text.as_bytes()).map_err(io)
+        }
+        DryRunFormat::Junit => junit(out, report).map_err(io),
+    }
+}
+
+const HEADERS: [&str; 5] = ["OBJECT", "POLICY", "BINDING", "RESULT", "MESSAGE"];
+
+fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result<()> {
+    let rows: Vec<Vec<[String; 5]>> = report.objects.iter().map(object_rows).collect();
+    let mut widths = HEADERS.map(str::len);
+    for row in rows.iter().flatten() {
+        for (width, cell) in widths.iter_mut().zip(row.iter()).take(4) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let paint = |text: &str, code: &str| {
+        if colour && !code.is_empty() {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    };
+    let line = |cells: &[String; 5], result_code: &str| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate().take(4) {
+            let padded = format!("{cell:<width$}  ", width = widths[i]);
+            if i == 3 {
+                text.push_str(&paint(&padded, result_code));
+            } else {
+                text.push_str(&padded);
+            }
+        }
+        text.push_str(&cells[4]);
+        text.trim_end().to_owned()
+    };
+    writeln!(out, "{}", line(&HEADERS.map(str::to_owned), ""))?;
+    for (object, rows) in report.objects.iter().zip(&rows) {
+        for row in rows {
+            writeln!(out, "{}", line(row, result_colour(&row[3])))?;
+        }
+        if let Some(status) = &object.status {
+            let text = format!(
+                "  denied ({} {}): {}",
+                status.code, status.reason, status.message
+            );
+            writeln!(out, "{}", paint(&text, "31"))?;
+        }
+        for warning in &object.warnings {
+            writeln!(out, "{}", paint(&format!("  warning: {warning}"), "33"))?;
+        }
+        if let Some(mutation) = &object.mutation {
+            mutation_lines(out, mutation)?;
+        }
+    }
+    let s = &report.summary;
+    writeln!(
+        out,
+        "{} objects: {} allowed, {} denied, {} warnings, {} errors",
+        s.objects, s.allowed, s.denied, s.warnings, s.errors
+    )
+}
+
+fn object_rows(object: &ObjectReport) -> Vec<[String; 5]> {
+    if object.results.is_empty() {
+        return vec![[
+            object.object.clone(),
+            "-".to_owned(),
+            "-".to_owned(),
+            "allow".to_owned(),
+            "no policy binding matches".to_owned(),
+        ]];
+    }
+    object
+        .results
+        .iter()
+        .map(|row| {
+            [
+                object.object.clone(),
+                row.policy.clone(),
+                binding_label(row),
+                row.result.to_owned(),
+                row.message.clone().unwrap_or_default(),
+            ]
+        })
+        .collect()
+}
+
+fn binding_label(row: &Row) -> String {
+    match &row.param {
+        Some(param) => format!("{} ({param})", row.binding),
+        None => row.binding.clone(),
+    }
+}
+
+fn result_colour(result: &str) -> &'static str {
+    match result {
+        "allow" => "32",
+        "deny" => "31",
+        "warn" | "audit" => "33",
+        "error" => "1;31",
+        "skip" => "2",
+        _ => "",
+    }
+}
+
+fn mutation_lines(out: &mut impl Write, mutation: &MutationReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "  mutation: {} patch operation(s)",
+        mutation.patch.len()
+    )?;
+    for operation in &mutation.patch {
+        let value = serde_json::to_value(operation).unwrap_or(Value::Null);
+        let op = value.get("op").and_then(Value::as_str).unwrap_or("");
+        let path = value.get("path").and_then(Value::as_str).unwrap_or("");
+        match value.get("value") {
+            Some(v) => writeln!(out, "    {op} {path} {v}")?,
+            None => writeln!(out, "    {op} {path}")?,
+        }
+    }
+    for container in &mutation.containers {
+        writeln!(
+            out,
+            "    => {}: requests {}; limits {}",
+            container.name,
+            resource_list(&container.requests),
+            resource_list(&container.limits)
+        )?;
+    }
+    Ok(())
+}
+
+fn resource_list(list: &BTreeMap<String, Value>) -> String {
+    if list.is_empty() {
+        return "none".to_owned();
+    }
+    list.iter()
+        .map(|(name, q)| match q {
+            Value::String(s) => format!("{name}={s}"),
+            other => format!("{name}={other}"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn junit(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let mut cases = String::new();
+    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    for object in &report.objects {
+        let class = xml(&object.object);
+        let mut case = |name: &str, body: String| {
+            tests += 1;
+            cases.push_str(&format!(
+                "    <testcase classname=\"{class}\" name=\"{}\">{body}</testcase>\n",
+                xml(name)
+            ));
+        };
+        if object.results.is_empty() {
+            case("no policy binding matches", String::new());
+        }
+        for row in &object.results {
+            let message = xml(row.message.as_deref().unwrap_or(""));
+            let body = match row.result {
+                "deny" => {
+                    failures += 1;
+                    let full = object.status.as_ref().map_or("", |s| s.message.as_str());
+                    format!(
+                        "\n      <failure type=\"deny\" message=\"{message}\">{}</failure>\n    ",
+                        xml(full)
+                    )
+                }
+                "error" => {
+                    errors += 1;
+                    format!("\n      <error type=\"error\" message=\"{message}\"/>\n    ")
+                }
+                "skip" => {
+                    skipped += 1;
+                    format!("\n      <skipped message=\"{message}\"/>\n    ")
+                }
+                "warn" | "audit" => {
+                    format!(
+                        "\n      <system-out>{}: {message}</system-out>\n    ",
+                        row.result
+                    )
+                }
+                _ => String::new(),
+            };
+            case(&format!("{}/{}", row.policy, binding_label(row)), body);
+        }
+        if let Some(mutation) = &object.mutation {
+            let mut text = Vec::new();
+            mutation_lines(&mut text, mutation)?;
+            for warning in &mutation.warnings {
+                text.extend_from_slice(format!("  warning: {warning}\n").as_bytes());
+            }
+            case(
+                "nodescope mutation",
+                format!(
+                    "\n      <system-out>{}</system-out>\n    ",
+                    xml(&String::from_utf8_lossy(&text))
+                ),
+            );
+        }
+    }
+    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
+    writeln!(
+        out,
+        "<testsuites name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    )?;
+    writeln!(
+        out,
+        "  <testsuite name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    )?;
+    out.write_all(cases.as_bytes())?;
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
+}
+
+/// Escapes text for XML attributes and content (control characters other
+/// than tab and newline are not allowed in XML 1.0 and are dropped).
+#[must_use]
+pub fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            c if c == '\t' || c >= ' ' => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn denied_report() -> Report {
+        Report::new(vec![ObjectReport {
+            object: "Pod/ns/p".into(),
+            source: None,
+            node: None,
+            operation: "CREATE".into(),
+            resource: "pods".into(),
+            allowed: false,
+            status: Some(Status {
+                code: 403,
+                reason: "Forbidden".into(),
+                message: "ValidatingAdmissionPolicy 'a' with binding 'b' denied request: <no>"
+                    .into(),
+            }),
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+            results: vec![Row {
+                policy: "a".into(),
+                binding: "b".into(),
+                param: None,
+                result: "deny",
+                message: Some("<no>".into()),
+            }],
+            mutation: None,
+        }])
+    }
+
+    #[test]
+    fn the_table_colours_results_only_when_asked() {
+        let report = denied_report();
+        let mut plain = Vec::new();
+        write(&mut plain, &report, DryRunFormat::Table, false).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert!(!plain.contains('\x1b'));
+        assert!(plain.ends_with("1 objects: 0 allowed, 1 denied, 0 warnings, 0 errors\n"));
+        let mut coloured = Vec::new();
+        write(&mut coloured, &report, DryRunFormat::Table, true).unwrap();
+        assert!(String::from_utf8(coloured)
+            .unwrap()
+            .contains("\x1b[31mdeny"));
+    }
+
+    #[test]
+    fn junit_escapes_messages_and_counts_denials_as_failures() {
+        let mut out = Vec::new();
+        write(&mut out, &denied_report(), DryRunFormat::Junit, false).unwrap();
+        let xml = String::from_utf8(out).unwrap();
+        assert!(
+            xml.contains(r#"tests="1" failures="1" errors="0" skipped="0""#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<failure type="deny" message="&lt;no&gt;">"#),
+            "{xml}"
+        );
+    }
+}

@@ -1,0 +1,192 @@
+//! Building the AdmissionReview the apiserver would send for a manifest, so
+//! the CLI enters the webhook's pipeline at "review".
+
+use super::defaulting::is_namespaced;
+use super::input::str_at;
+use serde_json::{json, Map, Value};
+
+/// `request.userInfo`: who makes the request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct User {
+    /// Empty for an anonymous request without a username.
+    pub username: String,
+    pub groups: Vec<String>,
+}
+
+impl User {
+    /// The DaemonSet controller, which creates DaemonSet pods.
+    #[must_use]
+    pub fn daemonset_controller() -> Self {
+        Self {
+            username: super::expand::DAEMONSET_CONTROLLER.to_owned(),
+            groups: vec![
+                "system:serviceaccounts".to_owned(),
+                "system:serviceaccounts:kube-system".to_owned(),
+                "system:authenticated".to_owned(),
+            ],
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut user = Map::new();
+        if !self.username.is_empty() {
+            user.insert("username".to_owned(), Value::from(self.username.clone()));
+        }
+        if !self.groups.is_empty() {
+            user.insert("groups".to_owned(), Value::from(self.groups.clone()));
+        }
+        Value::Object(user)
+    }
+}
+
+/// Resources of the kinds nodescope's rules are about; other kinds get the
+/// usual English plural of the lowercased kind.
+const RESOURCES: &[(&str, &str)] = &[
+    ("ConfigMap", "configmaps"),
+    ("DaemonSet", "daemonsets"),
+    ("Feature", "features"),
+    ("LimitRange", "limitranges"),
+    ("Namespace", "namespaces"),
+    ("Pod", "pods"),
+    ("PriorityClass", "priorityclasses"),
+    ("VerticalPodAutoscaler", "verticalpodautoscalers"),
+];
+
+/// The REST resource of `kind`, e.g. `PriorityClass` -> `priorityclasses`.
+#[must_use]
+pub fn resource_for(kind: &str) -> String {
+    if let Some((_, resource)) = RESOURCES.iter().find(|(k, _)| *k == kind) {
+        return (*resource).to_owned();
+    }
+    let lower = kind.to_lowercase();
+    if let Some(stem) = lower.strip_suffix('y') {
+        if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) {
+            return format!("{stem}ies");
+        }
+    }
+    if lower.ends_with('s')
+        || lower.ends_with('x')
+        || lower.ends_with("ch")
+        || lower.ends_with("sh")
+    {
+        return format!("{lower}es");
+    }
+    format!("{lower}s")
+}
+
+/// `(group, version)` of an `apiVersion`: `apps/v1` -> `("apps", "v1")`.
+#[must_use]
+pub fn group_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+/// The AdmissionReview for `operation` on `object` (CREATE, UPDATE) or
+/// `old_object` (UPDATE, DELETE), with `dryRun: true`.
+///
+/// The caller guarantees that the object has a kind and apiVersion
+/// ([`super::input::check_object`]).
+#[must_use]
+pub fn build(
+    uid: &str,
+    operation: &str,
+    object: Option<&Value>,
+    old_object: Option<&Value>,
+    user: &User,
+) -> Value {
+    let subject = object.or(old_object).unwrap_or(&Value::Null);
+    let kind = str_at(subject, "/kind");
+    let (group, version) = group_version(str_at(subject, "/apiVersion"));
+    let name = str_at(subject, "/metadata/name");
+    let namespace = if kind == "Namespace" {
+        name
+    } else if is_namespaced(kind) {
+        str_at(subject, "/metadata/namespace")
+    } else {
+        ""
+    };
+    let gvk = json!({"group": group, "version": version, "kind": kind});
+    let gvr = json!({"group": group, "version": version, "resource": resource_for(kind)});
+    let options_kind = match operation {
+        "UPDATE" => "UpdateOptions",
+        "DELETE" => "DeleteOptions",
+        _ => "CreateOptions",
+    };
+    let mut request = Map::new();
+    request.insert("uid".to_owned(), Value::from(uid));
+    request.insert("kind".to_owned(), gvk.clone());
+    request.insert("resource".to_owned(), gvr.clone());
+    request.insert("requestKind".to_owned(), gvk);
+    request.insert("requestResource".to_owned(), gvr);
+    if !name.is_empty() {
+        request.insert("name".to_owned(), Value::from(name));
+    }
+    if !namespace.is_empty() {
+        request.insert("namespace".to_owned(), Value::from(namespace));
+    }
+    request.insert("operation".to_owned(), Value::from(operation));
+    request.insert("userInfo".to_owned(), user.to_json());
+    request.insert("object".to_owned(), object.cloned().unwrap_or(Value::Null));
+    request.insert(
+        "oldObject".to_owned(),
+        old_object.cloned().unwrap_or(Value::Null),
+    );
+    request.insert("dryRun".to_owned(), Value::Bool(true));
+    request.insert(
+        "options".to_owned(),
+        json!({"kind": options_kind, "apiVersion": "meta.k8s.io/v1"}),
+    );
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resources_are_the_table_entries_or_an_english_plural() {
+        assert_eq!(resource_for("PriorityClass"), "priorityclasses");
+        assert_eq!(
+            resource_for("VerticalPodAutoscaler"),
+            "verticalpodautoscalers"
+        );
+        assert_eq!(resource_for("NetworkPolicy"), "networkpolicies");
+        assert_eq!(resource_for("Ingress"), "ingresses");
+        assert_eq!(resource_for("Gateway"), "gateways");
+        assert_eq!(resource_for("Deployment"), "deployments");
+    }
+
+    #[test]
+    fn a_create_review_carries_the_object_the_user_and_dry_run() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "p-", "namespace": "ns"}});
+        let user = User {
+            username: "alice".into(),
+            groups: vec!["devs".into()],
+        };
+        let review = build("u1", "CREATE", Some(&pod), None, &user);
+        let request = &review["request"];
+        assert_eq!(
+            request["resource"],
+            json!({"group": "", "version": "v1", "resource": "pods"})
+        );
+        assert_eq!(request["namespace"], "ns");
+        assert!(request.get("name").is_none());
+        assert_eq!(
+            request["userInfo"],
+            json!({"username": "alice", "groups": ["devs"]})
+        );
+        assert_eq!(request["dryRun"], true);
+        assert_eq!(request["oldObject"], Value::Null);
+        assert!(crate::admission::parse(review.to_string().as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn a_delete_review_has_only_the_old_object_and_cluster_scope_has_no_namespace() {
+        let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}});
+        let review = build("u", "DELETE", None, Some(&pc), &User::default());
+        assert_eq!(review["request"]["object"], Value::Null);
+        assert_eq!(review["request"]["oldObject"], pc);
+        assert!(review["request"].get("namespace").is_none());
+        assert_eq!(review["request"]["userInfo"], json!({}));
+        assert_eq!(review["request"]["options"]["kind"], "DeleteOptions");
+    }
+}
