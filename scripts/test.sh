@@ -3,5 +3,5 @@
 # bundle's own suites through the CLI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo test --locked --all-targets
+cargo test --locked
 cargo run --quiet --locked -- test policies/tests

@@ -230,6 +230,20 @@ fn the_root_kustomization_resolves_to_the_whole_base_and_nothing_twice() {
         .any(|o| str_at(o, "/kind").starts_with("ValidatingAdmissionPolicy")));
     let pdb = find(&objects, "PodDisruptionBudget", "nodescope");
     assert_eq!(pdb["spec"]["minAvailable"], 1);
+    let policy = find(&objects, "NetworkPolicy", "nodescope");
+    assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
+    let ports: BTreeSet<i64> = policy["spec"]["ingress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|rule| rule["ports"].as_array().unwrap().iter())
+        .map(|p| p["port"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        ports,
+        BTreeSet::from([8443, 9090]),
+        "webhook and metrics only"
+    );
 }
 
 #[test]
@@ -832,17 +846,25 @@ fn the_balloon_priority_class_and_example_daemonset_follow_the_balloon_rules() {
     }
 }
 
-/// `kubectl kustomize` or `kustomize build`, whichever is on PATH.
+/// `kustomize build` or `kubectl kustomize`, whichever is on PATH with a
+/// kustomize v5 (components, multi-document strategic-merge patches); older
+/// ones, such as Debian's kubernetes-client 1.20, are skipped.
 fn kustomize() -> Option<Vec<&'static str>> {
-    let works = |cmd: &str, args: &[&str]| {
+    let stdout = |cmd: &str, args: &[&str]| {
         Command::new(cmd)
             .args(args)
             .output()
-            .is_ok_and(|o| o.status.success())
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     };
-    if works("kustomize", &["version"]) {
+    if stdout("kustomize", &["version"])
+        .is_some_and(|v| v.trim_start_matches(|c| c != 'v').starts_with("v5"))
+    {
         Some(vec!["kustomize", "build"])
-    } else if works("kubectl", &["kustomize", "--help"]) {
+    } else if stdout("kubectl", &["version", "--client"])
+        .is_some_and(|v| v.contains("Kustomize Version: v5"))
+    {
         Some(vec!["kubectl", "kustomize"])
     } else {
         None
@@ -867,7 +889,7 @@ fn copy_tree(from: &Path, to: &Path) {
 #[test]
 fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_installed() {
     let Some(cmd) = kustomize() else {
-        println!("note: neither kustomize nor kubectl is on PATH; skipping the real render");
+        println!("note: no kustomize v5 (kustomize or kubectl) on PATH; skipping the real render");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -955,7 +977,6 @@ fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_insta
 /// bundle once, not three times.
 #[cfg(unix)]
 #[test]
-#[ignore = "src/policy/load.rs collect_files descends into the kubelet's ..data dirs (Duplicate); remove once it skips dot-entries"]
 fn the_policy_bundle_loads_once_from_a_configmap_volume_layout() {
     use std::os::unix::fs::symlink;
     let mirror = manifests().join("base/policies");
@@ -978,4 +999,94 @@ fn the_policy_bundle_loads_once_from_a_configmap_volume_layout() {
         "the mounted bundle does not load: {:?}",
         mounted.err()
     );
+}
+
+/// Evaluates a CRD `x-kubernetes-validations` rule with the project's CEL
+/// environment, `self` bound to `value` as the apiserver binds it.
+fn crd_rule(rule: &str, value: &Value) -> Result<bool, String> {
+    let env = std::sync::Arc::new(
+        nodescope::policy::k8s_lib::kubernetes_env().map_err(|e| e.to_string())?,
+    );
+    let program = env.compile(rule).map_err(|e| e.to_string())?;
+    let mut context = cel::Context::with_env(env);
+    context
+        .add_variable("self", cel::to_value(value).map_err(|e| e.to_string())?)
+        .map_err(|e| format!("{e:?}"))?;
+    match program.execute(&context).map_err(|e| e.to_string())? {
+        cel::Value::Bool(b) => Ok(b),
+        other => Err(format!("rule returned {other:?}")),
+    }
+}
+
+#[test]
+fn the_vpa_crd_scope_rules_accept_and_reject_the_policy_bundles_cases() {
+    let crd = load_one(&manifests().join("components/vpa-crd/vpa-crd.yaml"));
+    let version = crd["spec"]["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == "v1")
+        .unwrap();
+    let rules: Vec<(String, String)> = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+        ["x-kubernetes-validations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["rule"].as_str().unwrap().to_owned(),
+                r["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(rules.len(), 2);
+    let spec = |scope: Option<&str>, api_version: &str, kind: &str| {
+        let mut spec = serde_json::json!({"targetRef": {"apiVersion": api_version, "kind": kind, "name": "x"}});
+        if let Some(s) = scope {
+            spec["scope"] = Value::String(s.to_owned());
+        }
+        spec
+    };
+    // The first failing rule's message, or None when every rule holds.
+    let verdict = |spec: &Value| -> Option<String> {
+        rules
+            .iter()
+            .find(|(rule, _)| !crd_rule(rule, spec).unwrap_or_else(|e| panic!("{rule}: {e}")))
+            .map(|(_, message)| message.clone())
+    };
+    assert_eq!(verdict(&spec(None, "apps/v1", "Deployment")), None);
+    assert_eq!(verdict(&spec(Some(""), "apps/v1", "Deployment")), None);
+    assert_eq!(verdict(&spec(Some("node"), "apps/v1", "DaemonSet")), None);
+    assert_eq!(
+        verdict(&spec(Some("zone"), "apps/v1", "DaemonSet")).as_deref(),
+        Some("spec.scope must be \"\" or \"node\"")
+    );
+    assert_eq!(
+        verdict(&spec(Some("node"), "apps/v1", "Deployment")).as_deref(),
+        Some("spec.scope \"node\" requires targetRef apps/v1 DaemonSet")
+    );
+    assert_eq!(
+        verdict(&spec(Some("node"), "extensions/v1beta1", "DaemonSet")).as_deref(),
+        Some("spec.scope \"node\" requires targetRef apps/v1 DaemonSet")
+    );
+}
+
+#[test]
+fn the_deployment_args_are_accepted_by_the_real_command_line() {
+    use clap::Parser;
+    let objects = base();
+    let container = &deployment(&objects)["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Serve(args),
+        }) => {
+            assert_eq!(args.store, nodescope::store::StoreSource::Kube);
+            assert_eq!(args.policies, PathBuf::from("/etc/nodescope/policies"));
+            assert!(args.metrics_listen.is_some());
+        }
+        Ok(other) => panic!("not a serve command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
 }

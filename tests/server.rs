@@ -330,7 +330,7 @@ async fn health_readiness_and_metrics_answer_on_both_listeners() {
         .await;
     assert_eq!(reply.status, 200);
     let text = reply.text();
-    assert!(text.contains("nodescope_admission_requests_total{webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\",result=\"allowed\"} 1"), "{text}");
+    assert!(text.contains("nodescope_admission_requests_total{webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\",result=\"patched\"} 1"), "{text}");
     assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"}") || text.contains("nodescope_admission_duration_seconds_bucket{webhook=\"mutate\""), "{text}");
     assert!(
         text.contains(&format!(

@@ -4,17 +4,20 @@
 use super::{Decider, Denial, Review, Verdict};
 use crate::mutate::mutate_pod;
 use crate::mutate::pod::PodView;
-use crate::policy::{validate, AdmissionRequestInput};
+use crate::policy::{validate, AdmissionRequestInput, LazyReview};
 
 /// The mutating webhook's decision; the bool marks an internal error that
 /// was turned into an unchanged, allowed pod. It never denies: a pod must
 /// never be blocked by nodescope.
-pub(super) fn decide_mutation(review: &Review<'_>, decider: &Decider) -> (Verdict, bool) {
+pub(super) fn decide_mutation(
+    review: &Review<'_, PodView<'_>>,
+    decider: &Decider,
+) -> (Verdict, bool) {
     let is_pod = review.resource.group.is_empty() && review.resource.kind == "pods";
     if review.operation != "CREATE" || !is_pod || review.sub_resource.is_some() {
         return (Verdict::allow(), false);
     }
-    let Some(object) = review.object else {
+    let Some(pod) = &review.object else {
         return (
             Verdict::allow().with_warning(format!(
                 "nodescope: {} has no object; left unchanged",
@@ -22,18 +25,6 @@ pub(super) fn decide_mutation(review: &Review<'_>, decider: &Decider) -> (Verdic
             )),
             true,
         );
-    };
-    let pod = match PodView::from_json(object.get().as_bytes()) {
-        Ok(pod) => pod,
-        Err(error) => {
-            return (
-                Verdict::allow().with_warning(format!(
-                    "nodescope: cannot read {}: {error}; left unchanged",
-                    review.object_ref()
-                )),
-                true,
-            )
-        }
     };
     if pod.is_balloon() {
         return (Verdict::allow(), false);
@@ -59,7 +50,7 @@ pub(super) fn decide_mutation(review: &Review<'_>, decider: &Decider) -> (Verdic
         );
     };
     let mutation = mutate_pod(
-        &pod,
+        pod,
         vpa,
         node,
         decider.store.limit_ranges(namespace),
@@ -83,6 +74,30 @@ pub(super) fn decide_mutation(review: &Review<'_>, decider: &Decider) -> (Verdic
     (verdict, false)
 }
 
+/// The mutating webhook's answer when the envelope is fine but the object
+/// is not a readable pod: allowed unchanged, with the reason, unless the
+/// request was never one the mutation acts on.
+pub(super) fn unreadable_object(review: &Review<'_>) -> (Verdict, bool) {
+    let is_pod = review.resource.group.is_empty() && review.resource.kind == "pods";
+    if review.operation != "CREATE" || !is_pod || review.sub_resource.is_some() {
+        return (Verdict::allow(), false);
+    }
+    let reason = match review.object {
+        Some(object) => match PodView::from_json(object.get().as_bytes()) {
+            Err(error) => error.to_string(),
+            Ok(_) => "unexpected shape".to_owned(),
+        },
+        None => "no object".to_owned(),
+    };
+    (
+        Verdict::allow().with_warning(format!(
+            "nodescope: cannot read {}: {reason}; left unchanged",
+            review.object_ref()
+        )),
+        true,
+    )
+}
+
 /// The validating webhook's decision from the policy bundle; the bool marks
 /// a request the engine could not read or an evaluation error.
 pub(super) fn decide_validation(
@@ -90,8 +105,9 @@ pub(super) fn decide_validation(
     review: &Review<'_>,
     decider: &Decider,
 ) -> (Verdict, bool) {
-    let value: serde_json::Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
+    // Only the parts of the object that policies read are ever materialized.
+    let lazy = match LazyReview::parse(body) {
+        Ok(lazy) => lazy,
         Err(error) => {
             return (
                 Verdict::deny(Denial::bad_request(format!(
@@ -102,7 +118,7 @@ pub(super) fn decide_validation(
             )
         }
     };
-    let input = match AdmissionRequestInput::from_review(&value) {
+    let input = match AdmissionRequestInput::from_body(&lazy) {
         Ok(input) => input,
         Err(error) => {
             return (

@@ -11,10 +11,11 @@ pub use response::{Denial, Verdict};
 pub use review::{parse, Review, ReviewError, ReviewVersion};
 
 use crate::metrics::{ReviewResult, Webhook};
+use crate::mutate::pod::PodView;
 use crate::mutate::MissingNodeRecommendation;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
-use decide::{decide_mutation, decide_validation};
+use decide::{decide_mutation, decide_validation, unreadable_object};
 use std::sync::Arc;
 
 /// Everything a decision may read: immutable snapshots taken once per
@@ -66,14 +67,21 @@ impl Answer {
 /// Decides one review for `webhook` and encodes the response.
 #[must_use]
 pub fn answer(webhook: Webhook, body: &[u8], decider: &Decider) -> Answer {
-    let review = match review::parse(body) {
-        Ok(review) => review,
-        Err(error) => return Answer::bad_request(&error),
+    let answered = match webhook {
+        Webhook::Mutate => match review::parse_as::<PodView<'_>>(body) {
+            Ok(review) => Ok(finish(&review, decide_mutation(&review, decider))),
+            // Not a readable pod: read the envelope alone so the answer still
+            // carries the uid and says what was wrong.
+            Err(_) => review::parse(body).map(|review| finish(&review, unreadable_object(&review))),
+        },
+        Webhook::Validate => review::parse(body)
+            .map(|review| finish(&review, decide_validation(body, &review, decider))),
     };
-    let (verdict, errored) = match webhook {
-        Webhook::Mutate => decide_mutation(&review, decider),
-        Webhook::Validate => decide_validation(body, &review, decider),
-    };
+    answered.unwrap_or_else(|error| Answer::bad_request(&error))
+}
+
+/// Encodes `verdict` for `review`; `errored` marks an internal error.
+fn finish<O>(review: &Review<'_, O>, (verdict, errored): (Verdict, bool)) -> Answer {
     let result = if errored {
         ReviewResult::Error
     } else if verdict.denial.is_some() {

@@ -37,18 +37,21 @@ pub struct GroupVersionName<'a> {
 }
 
 #[derive(Deserialize)]
-struct RawReview<'a> {
+#[serde(bound(deserialize = "O: Deserialize<'de>, 'de: 'a"))]
+struct RawReview<'a, O> {
     #[serde(rename = "apiVersion", borrow)]
     api_version: Option<Cow<'a, str>>,
     #[serde(borrow)]
     kind: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    request: Option<RawRequest<'a>>,
+    request: Option<RawRequest<'a, O>>,
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawRequest<'a> {
+#[serde(
+    rename_all = "camelCase",
+    bound(deserialize = "O: Deserialize<'de>, 'de: 'a")
+)]
+struct RawRequest<'a, O> {
     #[serde(borrow)]
     uid: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
@@ -65,17 +68,18 @@ struct RawRequest<'a> {
     operation: Option<Cow<'a, str>>,
     #[serde(default)]
     dry_run: Option<bool>,
-    #[serde(borrow)]
-    object: Option<&'a RawValue>,
+    object: Option<O>,
     #[serde(borrow)]
     old_object: Option<&'a RawValue>,
 }
 
 /// A review whose envelope is well formed. `object` and `oldObject` stay as
 /// raw JSON slices of the request body; `raw_request` is the whole `request`
-/// for the policy engine, which binds it as CEL's `request`.
+/// for the policy engine, which binds it as CEL's `request`. `O` is how the
+/// object is read: raw JSON by default, or a typed borrowed view (the
+/// mutating webhook reads a pod view in the same pass as the envelope).
 #[derive(Debug)]
-pub struct Review<'a> {
+pub struct Review<'a, O = &'a RawValue> {
     pub version: ReviewVersion,
     pub uid: Cow<'a, str>,
     pub kind: GroupVersionName<'a>,
@@ -85,11 +89,11 @@ pub struct Review<'a> {
     pub namespace: Option<Cow<'a, str>>,
     pub operation: Cow<'a, str>,
     pub dry_run: bool,
-    pub object: Option<&'a RawValue>,
+    pub object: Option<O>,
     pub old_object: Option<&'a RawValue>,
 }
 
-impl Review<'_> {
+impl<O> Review<'_, O> {
     /// `kind/namespace/name` for messages; DaemonSet pods at the mutating
     /// phase have no name yet, so that part may be `<generated>`.
     #[must_use]
@@ -137,7 +141,12 @@ pub enum ReviewError {
 
 /// Parses the envelope of a review, borrowing from `body`.
 pub fn parse(body: &[u8]) -> Result<Review<'_>, ReviewError> {
-    let raw: RawReview<'_> = serde_json::from_slice(body).map_err(|e| {
+    parse_as(body)
+}
+
+/// Parses the envelope and reads the object as `O`, in one pass over `body`.
+pub fn parse_as<'a, O: Deserialize<'a>>(body: &'a [u8]) -> Result<Review<'a, O>, ReviewError> {
+    let raw: RawReview<'a, O> = serde_json::from_slice(body).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
             ReviewError::NotJson(e.to_string())
         } else {

@@ -128,7 +128,7 @@ fn demo_certificates() -> Result<Certificates, ServeError> {
 async fn start_store(
     args: &ServeArgs,
     policies: &PolicySet,
-    cell_slot: &tokio::sync::OnceCell<DeciderCell>,
+    cell_slot: &Arc<std::sync::OnceLock<DeciderCell>>,
     readiness: Arc<Readiness>,
     metrics: &Metrics,
 ) -> Result<Arc<Snapshot>, ServeError> {
@@ -214,7 +214,9 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         source,
     })?;
     readiness.policies.store(true, Ordering::Release);
-    let cell_slot = tokio::sync::OnceCell::new();
+    // Filled once the decider exists; store watchers started before that
+    // publish through it.
+    let cell_slot = Arc::new(std::sync::OnceLock::new());
     let snapshot = start_store(&args, &policies, &cell_slot, readiness.clone(), &metrics).await?;
     let decider = Decider {
         missing_node: args.missing_node_recommendation.into(),

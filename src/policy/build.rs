@@ -109,6 +109,11 @@ pub(crate) fn compile_policy(
     Ok(CompiledPolicy {
         failure_policy: spec.failure_policy.unwrap_or_default(),
         name,
+        variable_bindings: spec
+            .variables
+            .iter()
+            .map(|v| format!("variables.{}", v.name))
+            .collect(),
         spec,
         variables,
         match_conditions,

@@ -49,6 +49,11 @@ pub(crate) struct CompiledExpression {
     /// Indices of the policy variables this expression needs, directly or
     /// through other variables, in declaration order.
     pub(crate) needs: Vec<usize>,
+    /// Whether the expression reads `variables` itself (`variables[...]`,
+    /// `has(variables.x)`), not only `variables.x`: evaluation then binds the
+    /// `variables` map. `variables.x` alone resolves to the binding
+    /// `variables.x` (CEL's qualified-name resolution), so no map is built.
+    pub(crate) whole_variables: bool,
 }
 
 /// Why one expression was rejected.
@@ -107,9 +112,11 @@ impl Compiler {
             source,
             locals: Vec::new(),
             needs: Vec::new(),
+            whole_variables: false,
             program: &program,
         };
         walk.check(program.expression())?;
+        let whole_variables = walk.whole_variables;
         let mut needs = walk.needs;
         needs.sort_unstable();
         needs.dedup();
@@ -117,6 +124,7 @@ impl Compiler {
             source: source.to_owned(),
             program,
             needs,
+            whole_variables,
         })
     }
 
@@ -157,6 +165,7 @@ struct Walk<'c, 's> {
     source: &'s str,
     locals: Vec<String>,
     needs: Vec<usize>,
+    whole_variables: bool,
     program: &'s Program,
 }
 
@@ -192,6 +201,8 @@ impl Walk<'_, '_> {
             Expr::Ident(name) => self.check_ident(expr, name),
             Expr::Select(select) => match &select.operand.expr {
                 Expr::Ident(root) if root == "variables" && !self.is_local(root) => {
+                    // `has(variables.x)` reads the map itself.
+                    self.whole_variables |= select.test;
                     self.need_variable(expr, &select.field)
                 }
                 _ => self.check(&select.operand),
@@ -280,6 +291,7 @@ impl Walk<'_, '_> {
         }
         if name == "variables" {
             // `variables[...]` or `variables` as a whole: needs all of them.
+            self.whole_variables = true;
             for index in 0..self.scope.variables.len() {
                 self.needs.push(index);
             }
@@ -387,6 +399,22 @@ mod tests {
     fn variables_needed_include_those_they_depend_on() {
         let compiled = compile("variables.second == 1").expect("compiles");
         assert_eq!(compiled.needs, vec![0, 1]);
+        assert!(!compiled.whole_variables);
+        assert!(
+            compile("has(variables.first)")
+                .expect("compiles")
+                .whole_variables
+        );
+        assert!(
+            compile("variables['first'] == 1")
+                .expect("compiles")
+                .whole_variables
+        );
+        assert!(
+            !compile("[1].exists(variables, variables == 1)")
+                .expect("compiles")
+                .whole_variables
+        );
         let issue = compile("variables.third == 1").expect_err("undeclared");
         assert!(issue.message.contains("'variables.third'"));
     }

@@ -82,7 +82,6 @@ struct Denial {
 struct RequestScope<'r> {
     request: &'r AdmissionRequestInput<'r>,
     inputs: &'r dyn PolicyInputs,
-    cel_request: OnceCell<Value>,
     namespace_labels: OnceCell<Map<String, Value>>,
     namespace_object: OnceCell<Option<Value>>,
 }
@@ -133,7 +132,9 @@ impl<'r> RequestScope<'r> {
 /// Evaluates every policy in `policies` against one admission request.
 ///
 /// Pure: reads only the request, the compiled policies and the lookups in
-/// `inputs`; no I/O. Policies run in name order, bindings in name order.
+/// `inputs`; no I/O. Policies run in name order, bindings in name order;
+/// policies whose resource rules cannot match the request's group and
+/// resource are skipped through the index built at load.
 #[must_use]
 pub fn validate(
     policies: &PolicySet,
@@ -144,12 +145,15 @@ pub fn validate(
     let scope = RequestScope {
         request,
         inputs,
-        cel_request: OnceCell::new(),
         namespace_labels: OnceCell::new(),
         namespace_object: OnceCell::new(),
     };
     let mut state = Dispatch::default();
-    for policy in &policies.policies {
+    for index in policies
+        .index
+        .candidates(request.group(), request.resource())
+    {
+        let policy = &policies.policies[index];
         let applies = policy
             .spec
             .match_constraints
@@ -187,9 +191,9 @@ pub fn validate(
             for param in params {
                 let _meter = budget::Guard::install(policies.limits.cost_units, deadline);
                 let bindings = Bindings {
-                    object: request.object(),
-                    old_object: request.old_object(),
-                    request: scope.cel_request.get_or_init(|| request.cel_request()),
+                    object: request.object_json(),
+                    old_object: request.old_object_json(),
+                    request: request.request_json(),
                     params: param,
                     namespace_object: scope.namespace_object(),
                 };

@@ -408,3 +408,39 @@ fn loading_a_directory_recurses_and_skips_tests_and_other_kinds() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(set.expect("loads").policy_names(), vec!["p"]);
 }
+
+#[test]
+fn a_lazy_body_decides_as_its_value_and_fails_closed_on_undecodable_parts() {
+    let set = set(
+        &format!("  matchConstraints:{POD_RULE}\n  validations:\n    - expression: \"!has(request.subResource) && !has(request.object) && size(request.userInfo.groups) == 1\"\n    - expression: \"object.metadata.labels.tier == 'web'\"\n      messageExpression: \"'tier: ' + object.metadata.labels.tier\""),
+        "  validationActions: [Deny]",
+    );
+    let mut request = pod_request(json!({"tier": "db"}), None);
+    request["subResource"] = json!("");
+    let review = json!({ "request": request });
+    let body = serde_json::to_vec(&review).expect("serializable");
+    let lazy = LazyReview::parse(&body).expect("valid JSON");
+    let outcome = validate(
+        &set,
+        &AdmissionRequestInput::from_body(&lazy).expect("valid"),
+        &NoInputs,
+    );
+    assert_eq!(outcome, run(&set, &review["request"], &NoInputs));
+    assert_eq!(
+        outcome.message.as_deref(),
+        Some(format!("{DENIED}tier: db").as_str())
+    );
+    // serde_json skips `1e400` but will not decode it: reading it errs.
+    let body = String::from_utf8(body)
+        .expect("UTF-8")
+        .replace(r#""tier":"db""#, r#""tier":"db","big":1e400"#);
+    assert!(serde_json::from_str::<Value>(&body).is_err());
+    let lazy = LazyReview::parse(body.as_bytes()).expect("skipped syntax is valid");
+    let outcome = validate(
+        &set,
+        &AdmissionRequestInput::from_body(&lazy).expect("valid"),
+        &NoInputs,
+    );
+    assert_eq!(outcome.results[0].decision, Decision::Error);
+    assert!(!outcome.allowed);
+}

@@ -10,8 +10,9 @@ use super::compile::CompiledExpression;
 use super::json_val::{budget, to_val, JsonObject};
 use super::load::CompiledPolicy;
 use super::model::{FailurePolicy, StatusReason};
+use super::request::{Json, Shape};
 use cel::common::types::{CelBool, CelMap, CelMapKey, CelNull, CelString, Kind};
-use cel::common::value::Val;
+use cel::common::value::{CowVal, Val};
 use cel::{Context, Env, ExecutionError};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -26,9 +27,10 @@ pub(crate) const OUT_OF_TIME: &str =
 
 /// The values bound to the CEL variables of one evaluation.
 pub(crate) struct Bindings<'e> {
-    pub(crate) object: Option<&'e Value>,
-    pub(crate) old_object: Option<&'e Value>,
-    pub(crate) request: &'e Value,
+    pub(crate) object: Option<Json<'e>>,
+    pub(crate) old_object: Option<Json<'e>>,
+    /// The AdmissionRequest; bound as the `request` view (see [`JsonObject::request`]).
+    pub(crate) request: Json<'e>,
     pub(crate) params: Option<&'e Value>,
     pub(crate) namespace_object: Option<&'e Value>,
 }
@@ -86,35 +88,106 @@ thread_local! {
 struct Evaluation<'p, 'e> {
     policy: &'p CompiledPolicy,
     context: Context<'e, 'e>,
-    variables: Vec<Option<Result<Box<dyn Val + 'e>, String>>>,
+    /// Per variable: not computed yet, computed and bound in the context as
+    /// `variables.<name>`, or failed with a message.
+    variables: Vec<Option<Result<(), String>>>,
 }
 
 /// Evaluates `policy` once, against `bindings`.
-pub(crate) fn evaluate<'e>(
+pub(crate) fn evaluate(
     policy: &CompiledPolicy,
     env: &Arc<Env>,
-    bindings: &Bindings<'e>,
+    bindings: &Bindings<'_>,
 ) -> EvaluationResult {
-    let mut context = Context::with_env(Arc::clone(env));
-    let bind = |value: Option<&'e Value>| -> Box<dyn Val + 'e> {
-        match value {
-            Some(Value::Object(map)) => Box::new(JsonObject::new(map)),
-            Some(other) => to_val(other).unwrap_or_else(|_| Box::new(CelNull)),
-            None => Box::new(CelNull),
-        }
+    let roots = Roots {
+        object: bindings.object,
+        old_object: bindings.old_object,
+        request: Some(bindings.request),
+        params: bindings.params.map(Json::Value),
+        namespace_object: bindings.namespace_object.map(Json::Value),
     };
-    context.add_variable_as_val("object", bind(bindings.object));
-    context.add_variable_as_val("oldObject", bind(bindings.old_object));
-    context.add_variable_as_val("request", bind(Some(bindings.request)));
-    context.add_variable_as_val("params", bind(bindings.params));
-    context.add_variable_as_val("namespaceObject", bind(bindings.namespace_object));
-    context.add_variable_as_val("variables", Box::new(CelMap::from(HashMap::new())));
+    let mut context = Context::with_env(Arc::clone(env));
+    context.set_variable_resolver(&roots);
+    // `variables.<name>` are bound as they are computed; `variables` itself
+    // only for the expressions that read it as a whole (see
+    // `CompiledExpression::whole_variables`).
     let mut evaluation = Evaluation {
         policy,
         context,
         variables: (0..policy.variables.len()).map(|_| None).collect(),
     };
     evaluation.run()
+}
+
+/// The request data as CEL variables: `object`, `oldObject`, `request`,
+/// `params` and `namespaceObject`, resolved by cel before its own bindings.
+///
+/// cel resolves `object.spec.template` by trying the longest name first:
+/// `object.spec.template`, then `object.spec` (selecting `template`), then
+/// `object` (selecting `spec`, then `template`). This resolver answers the
+/// longest name directly by walking the JSON, charging the meter as the
+/// selects would (a key read and a conversion per field). When the walk
+/// does not reach a value (a missing or null field, a non-object), it
+/// answers nothing and cel falls back to selecting field by field, which
+/// produces the same value, error and message as without the resolver.
+struct Roots<'e> {
+    object: Option<Json<'e>>,
+    old_object: Option<Json<'e>>,
+    request: Option<Json<'e>>,
+    params: Option<Json<'e>>,
+    namespace_object: Option<Json<'e>>,
+}
+
+impl cel::context::VariableResolver for Roots<'_> {
+    fn resolve<'b>(&'b self, name: &str) -> Option<CowVal<'b, 'b>> {
+        let mut segments = name.split('.');
+        let (root, request) = match segments.next()? {
+            "object" => (self.object, false),
+            "oldObject" => (self.old_object, false),
+            "request" => (self.request, true),
+            "params" => (self.params, false),
+            "namespaceObject" => (self.namespace_object, false),
+            _ => return None,
+        };
+        let Some(mut json) = root else {
+            // Unbound (no old object, no params): null, and no fields.
+            return segments
+                .next()
+                .is_none()
+                .then(|| CowVal::Owned(Box::new(CelNull)));
+        };
+        let mut depth = 0u64;
+        for segment in segments {
+            let Shape::Object(object) = json.shape() else {
+                return None;
+            };
+            let view = if depth == 0 && request {
+                JsonObject::request(object)
+            } else {
+                JsonObject::new(object)
+            };
+            json = view.field(segment)?;
+            depth += 1;
+        }
+        // What the selects would charge: a key read and a conversion per
+        // field (`to_val` below charges the last conversion itself).
+        let value: Box<dyn Val + 'b> = match json.shape() {
+            Shape::Object(object) => {
+                budget::charge(2 * depth).ok()?;
+                if depth == 0 && request {
+                    Box::new(JsonObject::request(object))
+                } else {
+                    Box::new(JsonObject::new(object))
+                }
+            }
+            _ if depth == 0 => to_val(json).unwrap_or_else(|_| Box::new(CelNull)),
+            _ => {
+                budget::charge(2 * depth - 1).ok()?;
+                to_val(json).ok()?
+            }
+        };
+        Some(CowVal::Owned(value))
+    }
 }
 
 impl<'e> Evaluation<'_, 'e> {
@@ -265,6 +338,9 @@ impl<'e> Evaluation<'_, 'e> {
         {
             return Err(EvalError::Expression(message));
         }
+        if expression.whole_variables {
+            self.bind_variables_map();
+        }
         let value = cel::Value::resolve_val(expression.program.expression(), &self.context)
             .map_err(|error| classify(expression, &error))?;
         Ok(match value.get_type().kind() {
@@ -290,6 +366,9 @@ impl<'e> Evaluation<'_, 'e> {
             let (name, expression) = &self.policy.variables[index];
             #[cfg(test)]
             VARIABLE_EVALUATIONS.with(|c| c.set(c.get() + 1));
+            if expression.whole_variables {
+                self.bind_variables_map();
+            }
             let value =
                 match cel::Value::resolve_val(expression.program.expression(), &self.context) {
                     Ok(value) => Ok(value.into_owned()),
@@ -300,23 +379,32 @@ impl<'e> Evaluation<'_, 'e> {
                         }
                     },
                 };
-            self.variables[index] = Some(value);
-            // Later variables in `needs` may read this one.
-            self.rebind_variables();
+            // Later variables in `needs` may read this one: `variables.name`
+            // resolves to this binding (the longest bound prefix wins).
+            let state = value.map(|value| {
+                self.context
+                    .add_variable_as_val(self.policy.variable_bindings[index].as_str(), value);
+            });
+            self.variables[index] = Some(state);
         }
         Ok(())
     }
 
-    /// Rebinds `variables` to a map of the variables computed so far; values
-    /// are lazy views or small, so the copies are cheap.
-    fn rebind_variables(&mut self) {
+    /// Binds `variables` to a map of the variables computed so far, for an
+    /// expression that reads the map itself; values are lazy views or small,
+    /// so the copies are cheap.
+    fn bind_variables_map(&mut self) {
         let map: HashMap<CelMapKey<'e>, Box<dyn Val + 'e>> = self
             .policy
             .variables
             .iter()
+            .zip(&self.policy.variable_bindings)
             .zip(&self.variables)
-            .filter_map(|((name, _), value)| match value {
-                Some(Ok(value)) => Some((CelMapKey::from(name.clone()), value.clone())),
+            .filter_map(|(((name, _), binding), state)| match state {
+                Some(Ok(())) => self
+                    .context
+                    .get_variable(binding)
+                    .map(|value| (CelMapKey::from(name.clone()), value.into_owned())),
                 _ => None,
             })
             .collect();

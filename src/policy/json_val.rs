@@ -12,31 +12,41 @@
 //! runaway expressions (nested comprehensions over large lists) are bounded:
 //! cel 0.15 has no cost tracking of its own.
 
+use super::request::{Fields, Json, Shape};
 use cel::common::traits::{Container, Indexer, Iterable, Iterator as CelIterator, Sizer, Zeroer};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelList, CelNull, CelString, CelUInt, Kind, Type, MAP_TYPE,
 };
 use cel::common::value::{CowVal, Val};
 use cel::ExecutionError;
-use serde_json::{Map, Number, Value};
+use serde_json::Number;
 use std::sync::OnceLock;
 
 /// Converts one JSON value into a CEL value.
 ///
 /// Scalars become built-in values (a string borrows the JSON text), objects a
 /// lazy [`JsonObject`], arrays a CEL list of converted elements.
-pub(crate) fn to_val<'v>(value: &'v Value) -> Result<Box<dyn Val + 'v>, ExecutionError> {
+pub(crate) fn to_val(value: Json<'_>) -> Result<Box<dyn Val + '_>, ExecutionError> {
     budget::charge(1)?;
-    Ok(match value {
-        Value::Null => Box::new(CelNull),
-        Value::Bool(b) => Box::new(CelBool::from(*b)),
-        Value::Number(n) => number(n),
-        Value::String(s) => Box::new(CelString::from(s.as_str())),
-        Value::Array(items) => {
-            let list = items.iter().map(to_val).collect::<Result<Vec<_>, _>>()?;
+    Ok(match value.shape() {
+        Shape::Invalid => {
+            return Err(ExecutionError::function_error(
+                "json",
+                "the request body has a value that is not valid JSON text (a lone surrogate escape or an out-of-range number)",
+            ))
+        }
+        Shape::Null => Box::new(CelNull),
+        Shape::Bool(b) => Box::new(CelBool::from(b)),
+        Shape::Number(n) => number(n),
+        Shape::String(s) => Box::new(CelString::from(s)),
+        Shape::Array(items) => {
+            let list = (0..items.len())
+                .filter_map(|i| items.get(i))
+                .map(to_val)
+                .collect::<Result<Vec<_>, _>>()?;
             Box::new(CelList::from(list))
         }
-        Value::Object(map) => Box::new(JsonObject::new(map)),
+        Shape::Object(fields) => Box::new(JsonObject::new(fields)),
     })
 }
 
@@ -59,25 +69,56 @@ fn number(n: &Number) -> Box<dyn Val> {
 /// when the field is `null`.
 #[derive(Debug)]
 pub(crate) struct JsonObject<'v> {
-    map: &'v Map<String, Value>,
+    fields: Fields<'v>,
+    /// The CEL `request` variable: the AdmissionRequest without the objects
+    /// (they are `object`/`oldObject`) and without an empty `subResource` /
+    /// `requestSubResource`, which the apiserver leaves absent.
+    request: bool,
     /// The keys as CEL strings, built on the first iteration: comprehensions
     /// borrow their elements, so they must live somewhere.
     keys: OnceLock<Vec<CelString<'v>>>,
 }
 
 impl<'v> JsonObject<'v> {
-    pub(crate) fn new(map: &'v Map<String, Value>) -> Self {
+    pub(crate) fn new(fields: Fields<'v>) -> Self {
         JsonObject {
-            map,
+            fields,
+            request: false,
             keys: OnceLock::new(),
         }
     }
 
-    fn present(&self) -> impl std::iter::Iterator<Item = (&'v String, &'v Value)> {
-        self.map.iter().filter(|(_, v)| !v.is_null())
+    /// The `request` variable over the AdmissionRequest's fields.
+    pub(crate) fn request(fields: Fields<'v>) -> Self {
+        JsonObject {
+            request: true,
+            ..JsonObject::new(fields)
+        }
     }
 
-    fn lookup(&self, idx: &dyn Val) -> Result<Option<&'v Value>, ExecutionError> {
+    fn hidden(&self, key: &str, value: Json<'_>) -> bool {
+        value.is_null()
+            || (self.request
+                && match key {
+                    "object" | "oldObject" => true,
+                    "subResource" | "requestSubResource" => {
+                        value.as_str().is_some_and(str::is_empty)
+                    }
+                    _ => false,
+                })
+    }
+
+    fn present(&self) -> impl std::iter::Iterator<Item = (&'v str, Json<'v>)> + '_ {
+        self.fields.iter().filter(|(k, v)| !self.hidden(k, *v))
+    }
+
+    /// The field `key` as CEL sees it (absent when null or hidden), without
+    /// charging the meter.
+    pub(crate) fn field(&self, key: &str) -> Option<Json<'v>> {
+        self.fields.get(key).filter(|v| !self.hidden(key, *v))
+    }
+
+    fn lookup(&self, idx: &dyn Val) -> Result<Option<Json<'v>>, ExecutionError> {
         let key =
             idx.downcast_ref::<CelString>()
                 .ok_or_else(|| ExecutionError::UnexpectedType {
@@ -85,7 +126,7 @@ impl<'v> JsonObject<'v> {
                     want: "string".to_owned(),
                 })?;
         budget::charge(1)?;
-        Ok(self.map.get(key.inner()).filter(|v| !v.is_null()))
+        Ok(self.field(key.inner()))
     }
 }
 
@@ -137,7 +178,7 @@ impl<'v> Val for JsonObject<'v> {
             return false;
         }
         self.present().all(|(k, v)| {
-            let key = CelString::from(k.as_str());
+            let key = CelString::from(k);
             match (indexer.get(&key), to_val(v)) {
                 (Ok(theirs), Ok(mine)) => mine.equals(theirs.as_ref()),
                 _ => false,
@@ -149,7 +190,10 @@ impl<'v> Val for JsonObject<'v> {
     where
         Self: 'w,
     {
-        Box::new(JsonObject::new(self.map))
+        Box::new(JsonObject {
+            request: self.request,
+            ..JsonObject::new(self.fields)
+        })
     }
 }
 
@@ -187,11 +231,9 @@ impl<'v> Iterable for JsonObject<'v> {
     where
         Self: 'w,
     {
-        let keys = self.keys.get_or_init(|| {
-            self.present()
-                .map(|(k, _)| CelString::from(k.as_str()))
-                .collect()
-        });
+        let keys = self
+            .keys
+            .get_or_init(|| self.present().map(|(k, _)| CelString::from(k)).collect());
         // Iterating cannot fail here; the charge is collected by the next
         // field access, which sees the exhausted meter.
         let _ = budget::charge(keys.len() as u64);
@@ -340,7 +382,7 @@ pub(crate) mod budget {
 mod tests {
     use super::*;
     use cel::{Context, Env, Value as CelValue};
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -348,7 +390,7 @@ mod tests {
         let env = Arc::new(Env::stdlib());
         let program = env.compile(expr).expect("test expression parses");
         let mut ctx = Context::with_env(env);
-        ctx.add_variable_as_val("object", to_val(object)?);
+        ctx.add_variable_as_val("object", to_val(Json::Value(object))?);
         program.execute(&ctx)
     }
 

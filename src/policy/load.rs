@@ -11,9 +11,10 @@ use super::model::{
     BindingSpec, FailurePolicy, PolicySpec, StatusReason, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
 };
+use crate::manifest::{self, ManifestError};
 use cel::Env;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +127,77 @@ impl Default for EvaluationLimits {
 pub struct PolicySet {
     pub(crate) env: Arc<Env>,
     pub(crate) policies: Vec<CompiledPolicy>,
+    pub(crate) index: PolicyIndex,
     pub(crate) limits: EvaluationLimits,
+}
+
+/// The policies a request may match, by its (group, resource), built at
+/// load so that policies for other resources cost a hash lookup, not a
+/// matcher run. A superset: the full match still decides.
+#[derive(Debug, Default)]
+pub(crate) struct PolicyIndex {
+    /// group (or `*`) -> resource (or `*`) -> policy indices, ascending.
+    by_group: HashMap<String, HashMap<String, Vec<usize>>>,
+}
+
+impl PolicyIndex {
+    fn build(policies: &[CompiledPolicy]) -> Self {
+        let mut index = PolicyIndex::default();
+        for (i, policy) in policies.iter().enumerate() {
+            let rules = policy
+                .spec
+                .match_constraints
+                .as_ref()
+                .map_or(&[][..], |c| c.resource_rules.as_slice());
+            if rules.is_empty() {
+                // No constraints, or no resource rules: every request.
+                index.insert("*", "*", i);
+            }
+            for rule in rules {
+                let any_group = rule.api_groups.iter().any(|g| g == "*");
+                for group in &rule.api_groups {
+                    if any_group && group != "*" {
+                        continue;
+                    }
+                    for entry in &rule.resources {
+                        let resource = entry.split_once('/').map_or(entry.as_str(), |(r, _)| r);
+                        index.insert(group, resource, i);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    fn insert(&mut self, group: &str, resource: &str, policy: usize) {
+        let list = self
+            .by_group
+            .entry(group.to_owned())
+            .or_default()
+            .entry(resource.to_owned())
+            .or_default();
+        if list.last() != Some(&policy) {
+            list.push(policy);
+        }
+    }
+
+    /// The indices of the policies a request for `group`/`resource` may
+    /// match, ascending.
+    pub(crate) fn candidates(&self, group: &str, resource: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        for g in [group, "*"] {
+            if let Some(by_resource) = self.by_group.get(g) {
+                for r in [resource, "*"] {
+                    if let Some(list) = by_resource.get(r) {
+                        out.extend_from_slice(list);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
 }
 
 impl std::fmt::Debug for PolicySet {
@@ -154,6 +225,8 @@ pub(crate) struct CompiledPolicy {
     pub(crate) spec: PolicySpec,
     pub(crate) failure_policy: FailurePolicy,
     pub(crate) variables: Vec<(String, CompiledExpression)>,
+    /// `variables.<name>` for each variable: the name its value is bound to.
+    pub(crate) variable_bindings: Vec<String>,
     pub(crate) match_conditions: Vec<(String, CompiledExpression)>,
     pub(crate) validations: Vec<CompiledValidation>,
     pub(crate) audit_annotations: Vec<(String, CompiledExpression)>,
@@ -178,8 +251,8 @@ impl PolicySet {
     /// # Errors
     /// On the first unreadable file, invalid document or expression.
     pub fn load_dir(path: &Path) -> Result<Self, PolicyLoadError> {
-        let mut files = Vec::new();
-        collect_files(path, &mut files)?;
+        // Policy test suites live in `tests/` beside the bundle.
+        let files = manifest::collect_files(path, &["tests"]).map_err(from_manifest_error)?;
         Self::load_files(&files)
     }
 
@@ -261,9 +334,11 @@ impl PolicySet {
                 spec: binding.spec,
             });
         }
+        let policies: Vec<CompiledPolicy> = compiled.into_values().collect();
         Ok(PolicySet {
             env: Arc::clone(compiler.env()),
-            policies: compiled.into_values().collect(),
+            index: PolicyIndex::build(&policies),
+            policies,
             limits: EvaluationLimits::default(),
         })
     }
@@ -292,56 +367,26 @@ impl PolicySet {
     }
 }
 
-fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<(), PolicyLoadError> {
-    let io = |source| PolicyLoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let mut entries = std::fs::read_dir(path)
-        .map_err(io)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io)?;
-    entries.sort();
-    for entry in entries {
-        if entry.is_dir() {
-            if entry.file_name().is_some_and(|name| name != "tests") {
-                collect_files(&entry, files)?;
-            }
-        } else if entry
-            .extension()
-            .and_then(|e| e.to_str())
-            .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
-        {
-            files.push(entry);
-        }
+/// Manifest reading is shared with the stores and the CLI; only the error
+/// type is the policy loader's own.
+fn from_manifest_error(error: ManifestError) -> PolicyLoadError {
+    match error {
+        ManifestError::Io { path, source } => PolicyLoadError::Io {
+            path: PathBuf::from(path),
+            source,
+        },
+        ManifestError::Syntax { path, message } => PolicyLoadError::Syntax {
+            source_name: path,
+            message,
+        },
     }
-    Ok(())
 }
 
-/// JSON first when the text looks like JSON, multi-document YAML otherwise;
-/// a `List` is flattened into its items.
 fn parse_documents(source_name: &str, text: &str) -> Result<Vec<Value>, PolicyLoadError> {
-    let syntax = |message: String| PolicyLoadError::Syntax {
-        source_name: source_name.to_owned(),
-        message,
-    };
-    let documents: Vec<Value> = if text.trim_start().starts_with('{') {
-        vec![serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?]
-    } else {
-        serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?
-    };
-    Ok(documents
+    Ok(manifest::parse_documents(source_name, text)
+        .map_err(from_manifest_error)?
         .into_iter()
-        .flat_map(|document| match document {
-            Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                match map.remove("items") {
-                    Some(Value::Array(items)) => items,
-                    _ => Vec::new(),
-                }
-            }
-            other => vec![other],
-        })
+        .map(|d| d.value)
         .collect())
 }
 

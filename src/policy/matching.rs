@@ -6,7 +6,7 @@
 //! discovery): rules match the request's own group/version/resource.
 
 use super::model::{MatchResources, NamedRuleWithOperations, Scope};
-use super::request::AdmissionRequestInput;
+use super::request::{AdmissionRequestInput, Shape};
 use serde_json::{Map, Value};
 
 /// Whether `criteria` select the request.
@@ -55,10 +55,19 @@ fn object_selector_matches(criteria: &MatchResources, request: &AdmissionRequest
     if selector.is_empty() {
         return true;
     }
-    [request.object(), request.old_object()]
+    [request.object_json(), request.old_object_json()]
         .into_iter()
         .flatten()
-        .any(|object| selector.matches_object(object))
+        .any(|object| {
+            let labels = object
+                .get("metadata")
+                .and_then(|m| m.get("labels"))
+                .and_then(|l| match l.shape() {
+                    Shape::Object(fields) => Some(fields),
+                    _ => None,
+                });
+            selector.matches_with(|key| labels?.get(key)?.as_str())
+        })
 }
 
 /// One resource rule, as `k8s.io/apiserver/.../predicates/rules`.

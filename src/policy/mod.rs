@@ -24,7 +24,7 @@ pub use dispatch::{
 };
 pub use load::{EvaluationLimits, ExpressionError, PolicyLoadError, PolicySet};
 pub use model::LabelSelector;
-pub use request::{AdmissionRequestInput, RequestInputError};
+pub use request::{AdmissionRequestInput, LazyReview, RequestInputError};
 
 /// The cluster state policies read: namespaces and param objects.
 ///

@@ -192,7 +192,12 @@ impl LabelSelector {
     /// `metadata.labels` map (absent labels: pass an empty map).
     #[must_use]
     pub fn matches_labels(&self, labels: &serde_json::Map<String, Value>) -> bool {
-        let get = |key: &str| labels.get(key).and_then(Value::as_str);
+        self.matches_with(|key| labels.get(key).and_then(Value::as_str))
+    }
+
+    /// Whether the labels `get` returns (the value of a key, if it is a
+    /// string) satisfy the selector.
+    pub(crate) fn matches_with<'l>(&self, get: impl Fn(&str) -> Option<&'l str>) -> bool {
         self.match_labels
             .iter()
             .all(|(k, v)| get(k) == Some(v.as_str()))

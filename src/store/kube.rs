@@ -193,20 +193,45 @@ pub async fn run(
     publish: impl Fn(Arc<Snapshot>) + Send + 'static,
     on_synced: impl FnOnce() + Send + 'static,
 ) {
-    let streams = kinds.iter().enumerate().map(|(index, kind)| {
+    let count = kinds.len();
+    let streams = kinds.into_iter().enumerate().map(|(index, kind)| {
         let resource = kind.api_resource();
         let api: Api<DynamicObject> = match &kind.namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
             None => Api::all_with(client.clone(), &resource),
         };
-        let kind = kind.clone();
         watcher::watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |event| (index, kind.clone(), event))
             .boxed()
     });
-    let mut events = stream::select_all(streams);
-    let mut state = WatchState::new(kinds.len());
+    apply_events(
+        stream::select_all(streams),
+        count,
+        metrics,
+        publish,
+        on_synced,
+    )
+    .await;
+}
+
+/// One watch event, tagged with the index and description of its stream.
+pub type TaggedEvent = (
+    usize,
+    WatchedKind,
+    Result<Event<DynamicObject>, watcher::Error>,
+);
+
+/// The store's event loop, apart from the API client so recorded event
+/// streams can drive it: applies events, coalesces bursts, publishes.
+pub async fn apply_events(
+    mut events: impl futures::Stream<Item = TaggedEvent> + Unpin,
+    kinds: usize,
+    metrics: Metrics,
+    publish: impl Fn(Arc<Snapshot>),
+    on_synced: impl FnOnce(),
+) {
+    let mut state = WatchState::new(kinds);
     let mut on_synced = Some(on_synced);
     while let Some((index, kind, event)) = events.next().await {
         let mut changed = handle(&mut state, index, &kind, event, &metrics);
@@ -258,5 +283,144 @@ impl MapObject for Event<DynamicObject> {
             Event::Apply(o) => Event::Apply(to_value(o, kind)),
             Event::Delete(o) => Event::Delete(to_value(o, kind)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    fn vpa(cpu: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "autoscaling.k8s.io/v1",
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "node-exporter", "namespace": "monitoring", "resourceVersion": "10"},
+            "spec": {"scope": "node", "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "node-exporter"}},
+            "status": {"recommendationGroups": [{"scopeValue": "node-a-1", "containerRecommendations": [
+                {"containerName": "node-exporter", "target": {"cpu": cpu, "memory": "256Mi"}}]}]}
+        }))
+        .unwrap()
+    }
+
+    fn namespace(name: &str) -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}
+        }))
+        .unwrap()
+    }
+
+    fn kinds() -> Vec<WatchedKind> {
+        default_kinds(None, &[])
+    }
+
+    fn tagged(index: usize, event: Result<Event<DynamicObject>, watcher::Error>) -> TaggedEvent {
+        (index, kinds()[index].clone(), event)
+    }
+
+    /// The first full list of every kind: a VPA and a namespace.
+    fn initial_sync() -> Vec<TaggedEvent> {
+        let mut events = Vec::new();
+        for index in 0..kinds().len() {
+            events.push(tagged(index, Ok(Event::Init)));
+            match index {
+                0 => events.push(tagged(0, Ok(Event::InitApply(vpa("150m"))))),
+                2 => events.push(tagged(2, Ok(Event::InitApply(namespace("monitoring"))))),
+                _ => {}
+            }
+            events.push(tagged(index, Ok(Event::InitDone)));
+        }
+        events
+    }
+
+    fn target_cpu(snapshot: &Snapshot) -> Option<String> {
+        let vpa = snapshot.vpa_for("monitoring", "node-exporter")?;
+        let recs = vpa.node_recommendation("node-a-1")?;
+        Some(recs[0].target.get("cpu")?.to_string())
+    }
+
+    /// Runs the recorded `events`; returns every published snapshot's cpu
+    /// target and whether `on_synced` ran.
+    async fn replay(events: Vec<TaggedEvent>, metrics: &Metrics) -> (Vec<Option<String>>, bool) {
+        let published = Mutex::new(Vec::new());
+        let synced = std::cell::Cell::new(false);
+        apply_events(
+            stream::iter(events),
+            kinds().len(),
+            metrics.clone(),
+            |s| published.lock().unwrap().push(target_cpu(&s)),
+            || synced.set(true),
+        )
+        .await;
+        (published.into_inner().unwrap(), synced.get())
+    }
+
+    #[tokio::test]
+    async fn publishes_only_after_every_kind_finished_its_first_list() {
+        let metrics = Metrics::new();
+        let mut partial = initial_sync();
+        partial.pop();
+        let (published, synced) = replay(partial, &metrics).await;
+        assert!(published.is_empty());
+        assert!(!synced);
+        let (published, synced) = replay(initial_sync(), &metrics).await;
+        assert_eq!(published, vec![Some("150m".to_owned())]);
+        assert!(synced);
+    }
+
+    #[tokio::test]
+    async fn watch_errors_keep_the_last_snapshot_and_new_data_is_served_after_recovery() {
+        let metrics = Metrics::new();
+        let mut events = initial_sync();
+        // The watch breaks (410 Gone, then a failed reconnect) ...
+        events.push(tagged(0, Err(watcher::Error::NoResourceVersion)));
+        events.push(tagged(
+            0,
+            Err(watcher::Error::WatchError(Box::new(
+                kube::core::Status::failure("too old resource version", "Expired").with_code(410),
+            ))),
+        ));
+        // ... and the watcher relists with new data.
+        events.push(tagged(0, Ok(Event::Init)));
+        events.push(tagged(0, Ok(Event::InitApply(vpa("175m")))));
+        events.push(tagged(0, Ok(Event::InitDone)));
+        let (published, synced) = replay(events, &metrics).await;
+        // One rebuild for the burst; the errors alone never publish an empty store.
+        assert_eq!(published.last(), Some(&Some("175m".to_owned())));
+        assert!(published.iter().all(Option::is_some), "{published:?}");
+        assert!(synced);
+        assert!(metrics
+            .render()
+            .contains("nodescope_store_errors_total{store=\"kube\"} 2"));
+    }
+
+    #[test]
+    fn relist_drops_objects_deleted_while_disconnected() {
+        let mut state = WatchState::new(1);
+        state.apply(0, Event::Init);
+        state.apply(
+            0,
+            Event::InitApply(serde_json::to_value(vpa("150m")).unwrap()),
+        );
+        state.apply(0, Event::InitDone);
+        assert_eq!(state.snapshot().vpa_count(), 1);
+        state.apply(0, Event::Init);
+        // Until the relist is done, the old view stays in service.
+        assert_eq!(state.snapshot().vpa_count(), 1);
+        state.apply(0, Event::InitDone);
+        assert_eq!(state.snapshot().vpa_count(), 0);
+    }
+
+    #[test]
+    fn apply_and_delete_update_the_view() {
+        let mut state = WatchState::new(1);
+        state.apply(0, Event::InitDone);
+        let object = serde_json::to_value(vpa("150m")).unwrap();
+        assert!(state.apply(0, Event::Apply(object.clone())));
+        assert_eq!(target_cpu(&state.snapshot()).as_deref(), Some("150m"));
+        assert!(state.apply(0, Event::Delete(object)));
+        assert_eq!(state.snapshot().vpa_count(), 0);
     }
 }

@@ -10,6 +10,7 @@ pub mod crd;
 pub mod file;
 pub mod kube;
 mod snapshot;
+pub mod synthetic;
 
 pub use convert::ConvertError;
 pub use snapshot::Snapshot;

@@ -78,17 +78,8 @@ impl Snapshot {
         object: Value,
         chosen: &mut HashMap<(String, String), (String, String, VpaPolicy)>,
     ) {
-        let reference = object_ref(&object);
-        let vpa: VerticalPodAutoscaler = match serde_json::from_value(object) {
-            Ok(vpa) => vpa,
-            Err(e) => {
-                self.problems.push(ConvertError {
-                    object: reference,
-                    field: "(object)".into(),
-                    reason: e.to_string(),
-                });
-                return;
-            }
+        let Some(vpa) = self.typed::<VerticalPodAutoscaler>(object) else {
+            return;
         };
         let Some(target) = node_scoped_daemonset_target(&vpa) else {
             return;
@@ -117,18 +108,23 @@ impl Snapshot {
         }
     }
 
-    fn add_limit_range(&mut self, object: Value) {
+    /// The object as its Rust type, or a recorded problem naming it.
+    fn typed<T: serde::de::DeserializeOwned>(&mut self, object: Value) -> Option<T> {
         let reference = object_ref(&object);
-        let lr: k8s_openapi::api::core::v1::LimitRange = match serde_json::from_value(object) {
-            Ok(lr) => lr,
-            Err(e) => {
+        serde_json::from_value(object)
+            .map_err(|e| {
                 self.problems.push(ConvertError {
                     object: reference,
                     field: "(object)".into(),
                     reason: e.to_string(),
                 });
-                return;
-            }
+            })
+            .ok()
+    }
+
+    fn add_limit_range(&mut self, object: Value) {
+        let Some(lr) = self.typed::<k8s_openapi::api::core::v1::LimitRange>(object) else {
+            return;
         };
         let ns = lr.metadata.namespace.clone().unwrap_or_default();
         match limit_range_items(&lr) {
@@ -212,5 +208,86 @@ impl PolicyInputs for Snapshot {
             .filter_map(|k| self.params.get(k))
             .filter(|v| selector.matches_object(v))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vpa(name: &str, created: &str, scope: &str, kind: &str) -> Value {
+        json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "monitoring", "creationTimestamp": created},
+            "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": "node-exporter"}}
+        })
+    }
+
+    #[test]
+    fn oldest_node_scoped_vpa_wins_then_the_name() {
+        let snapshot = Snapshot::build([
+            vpa("b-newer", "2026-02-01T00:00:00Z", "node", "DaemonSet"),
+            vpa("c-old", "2026-01-01T00:00:00Z", "node", "DaemonSet"),
+            vpa("a-old", "2026-01-01T00:00:00Z", "node", "DaemonSet"),
+        ]);
+        assert_eq!(
+            snapshot
+                .vpa_for("monitoring", "node-exporter")
+                .map(|v| v.name.as_str()),
+            Some("a-old")
+        );
+    }
+
+    #[test]
+    fn vpas_without_node_scope_or_daemonset_target_are_not_indexed() {
+        let snapshot = Snapshot::build([
+            vpa("whole", "2026-01-01T00:00:00Z", "", "DaemonSet"),
+            vpa("deploy", "2026-01-01T00:00:00Z", "node", "Deployment"),
+        ]);
+        assert_eq!(snapshot.vpa_count(), 0);
+    }
+
+    #[test]
+    fn bad_quantity_leaves_the_vpa_out_naming_object_and_field() {
+        let mut bad = vpa("bad", "2026-01-01T00:00:00Z", "node", "DaemonSet");
+        bad["status"] = json!({"recommendationGroups": [{"scopeValue": "n1",
+            "containerRecommendations": [{"containerName": "c", "target": {"cpu": "lots"}}]}]});
+        let snapshot = Snapshot::build([bad]);
+        assert_eq!(snapshot.vpa_count(), 0);
+        let problem = snapshot.problems[0].to_string();
+        assert!(
+            problem.starts_with("VerticalPodAutoscaler monitoring/bad: status.recommendationGroups[0].containerRecommendations[0].target.cpu: "),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn params_are_found_by_name_and_by_selector() {
+        let snapshot = Snapshot::build([json!({
+            "apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+            "metadata": {"name": "balloon-pods", "namespace": "kube-system", "labels": {"tier": "platform"}}
+        })]);
+        assert!(snapshot
+            .param(
+                "featureflags.nodescope.dev/v1alpha1",
+                "Feature",
+                Some("kube-system"),
+                "balloon-pods"
+            )
+            .is_some());
+        let selector: LabelSelector =
+            serde_json::from_value(json!({"matchLabels": {"tier": "platform"}})).unwrap();
+        assert_eq!(
+            snapshot
+                .params_matching(
+                    "featureflags.nodescope.dev/v1alpha1",
+                    "Feature",
+                    None,
+                    &selector
+                )
+                .len(),
+            1
+        );
     }
 }

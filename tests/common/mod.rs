@@ -68,8 +68,20 @@ impl Server {
     }
 
     pub fn start_with_certs(certs: tempfile::TempDir, args: &[&str]) -> Self {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut defaults = Vec::new();
+        if !args.iter().any(|a| a.starts_with("--store")) {
+            defaults.push(format!(
+                "--store=file:{}",
+                root.join("examples/store").display()
+            ));
+        }
+        if !args.iter().any(|a| a.starts_with("--policies")) {
+            defaults.push(format!("--policies={}", root.join("policies").display()));
+        }
         let mut child = Command::new(BIN)
             .arg("serve")
+            .args(&defaults)
             .args([
                 "--listen",
                 "127.0.0.1:0",

@@ -3,7 +3,8 @@
 #![allow(dead_code)]
 
 use nodescope::policy::{
-    validate, AdmissionRequestInput, LabelSelector, PolicyInputs, PolicySet, ValidationOutcome,
+    validate, AdmissionRequestInput, LabelSelector, LazyReview, PolicyInputs, PolicySet,
+    ValidationOutcome,
 };
 use serde_json::{json, Value};
 use std::sync::OnceLock;
@@ -107,9 +108,20 @@ pub fn feature(name: &str, state: Option<&str>) -> Value {
     feature
 }
 
+/// Validates `review` through both inputs, the parsed `Value` and the lazy
+/// body, which must agree exactly.
 pub fn run(review: &Value, cluster: &Cluster) -> ValidationOutcome {
     let request = AdmissionRequestInput::from_review(review).expect("a valid AdmissionReview");
-    validate(policies(), &request, cluster)
+    let outcome = validate(policies(), &request, cluster);
+    let body = serde_json::to_vec(review).expect("serializable");
+    let lazy = LazyReview::parse(&body).expect("valid JSON");
+    let request = AdmissionRequestInput::from_body(&lazy).expect("a valid AdmissionReview");
+    assert_eq!(
+        validate(policies(), &request, cluster),
+        outcome,
+        "the lazy body decides as the parsed Value"
+    );
+    outcome
 }
 
 #[track_caller]
