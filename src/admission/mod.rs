@@ -92,3 +92,6 @@ pub fn answer(webhook: Webhook, body: &[u8], decider: &Decider) -> Answer {
         result,
     }
 }
+
+#[cfg(test)]
+mod tests;
