@@ -367,3 +367,56 @@ async fn health_readiness_and_metrics_answer_on_both_listeners() {
         "admission routes must not be served over plain HTTP"
     );
 }
+
+/// A captured review with a few bytes overwritten and maybe truncated.
+fn damaged_fixture() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+    use proptest::prelude::*;
+    let body = fixture("pod-node-exporter-node-a-1-create.mutate.json");
+    let len = body.len();
+    (prop::collection::vec((0..len, any::<u8>()), 0..6), 0..=len).prop_map(move |(writes, keep)| {
+        let mut body = body.clone();
+        for (at, byte) in writes {
+            body[at] = byte;
+        }
+        body.truncate(keep.max(len / 2));
+        body
+    })
+}
+
+#[test]
+fn any_body_posted_to_mutate_gets_an_http_answer_on_the_same_connection() {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let server = Server::start(&[]);
+    let client = std::cell::RefCell::new(runtime.block_on(H1::connect(server.addr, &server.ca())));
+    let bodies = prop_oneof![
+        prop::collection::vec(any::<u8>(), 0..2048),
+        damaged_fixture()
+    ];
+    let mut runner = TestRunner::new(Config {
+        cases: 64,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    runner
+        .run(&bodies, |body| {
+            // A dropped connection or a panic in the server fails `send`.
+            let reply = runtime.block_on(client.borrow_mut().post("/mutate", body));
+            prop_assert!(
+                reply.status == 200 || reply.status == 400,
+                "status {}: {}",
+                reply.status,
+                reply.text()
+            );
+            prop_assert!(!reply.body.is_empty());
+            Ok(())
+        })
+        .unwrap();
+    // The one connection served every case.
+    let reply = runtime.block_on(client.borrow_mut().post(
+        "/mutate",
+        fixture("pod-node-exporter-node-a-1-create.mutate.json"),
+    ));
+    assert_eq!(reply.status, 200);
+}

@@ -100,3 +100,6 @@ fn finish<O>(review: &Review<'_, O>, (verdict, errored): (Verdict, bool)) -> Ans
         result,
     }
 }
+
+#[cfg(test)]
+mod tests;

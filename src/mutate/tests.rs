@@ -442,4 +442,38 @@ fn unparsable_pod_quantity_skips_the_container_with_a_warning() {
     assert!(m.warnings[0].contains("\"lots\""), "{}", m.warnings[0]);
 }
 
+/// Found by the property tests: upstream's LimitRange max capping floors
+/// twice (the boundary request, then the limit scaled from it; for a Pod
+/// LimitRange, every container's share of the total), so the patched pod
+/// has a slightly different limit/request ratio and a second pass
+/// (reinvocation, `reinvocationPolicy: IfNeeded`) moves values by a rounding
+/// step. Fixing it means departing from upstream's arithmetic; left to a
+/// design decision.
+#[test]
+#[ignore = "known: not idempotent after container LimitRange max capping"]
+fn a_second_pass_after_limit_range_max_capping_changes_nothing() {
+    let p = pod(json!([
+        {"name": "c1", "resources": {"requests": {"cpu": "4780m"}, "limits": {"cpu": "11687m"}}}
+    ]));
+    let v = vpa(vec![rec("c1", &[("cpu", "2556m")])], vec![]);
+    let max = lr(LimitKind::Container, |l| l.max = list(&[("cpu", "6132m")]));
+    assert_idempotent(&p, &v, &[max]);
+}
+
+/// The Pod LimitRange case: c1's 1m share of the pod total floors to "0".
+#[test]
+#[ignore = "known: not idempotent after Pod LimitRange max capping"]
+fn a_second_pass_after_pod_limit_range_max_capping_changes_nothing() {
+    let p = pod(json!([
+        {"name": "c1", "resources": {"requests": {"cpu": "1m"}}},
+        {"name": "c2", "resources": {"requests": {"cpu": "881m"}, "limits": {"cpu": "10633m"}}}
+    ]));
+    let v = vpa(
+        vec![rec("c1", &[("cpu", "1m")]), rec("c2", &[("cpu", "5012m")])],
+        vec![],
+    );
+    let max = lr(LimitKind::Pod, |l| l.max = list(&[("cpu", "59815m")]));
+    assert_idempotent(&p, &v, &[max]);
+}
+
 mod fixture;

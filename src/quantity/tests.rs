@@ -292,6 +292,25 @@ proptest! {
     }
 
     #[test]
+    fn any_number_like_text_is_rejected_or_round_trips(
+        text in "[-+]?[0-9]{0,24}(\\.[0-9]{0,12})?([eE][-+]?[0-9]{0,4}|[numkMGTPE]|[KMGTPE]i)?",
+    ) {
+        if let Ok(parsed) = Quantity::parse(&text) {
+            let printed = parsed.to_string();
+            let reparsed = Quantity::parse(&printed).map_err(|e| TestCaseError::fail(format!("{text:?} -> {printed:?}: {e}")))?;
+            prop_assert_eq!(&reparsed, &parsed, "{:?} -> {:?}", text, printed);
+            prop_assert_eq!(reparsed.to_string(), printed);
+        }
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics_the_parser(text in "\\PC{0,16}") {
+        if let Ok(parsed) = Quantity::parse(&text) {
+            prop_assert_eq!(Quantity::parse(&parsed.to_string()).ok(), Some(parsed));
+        }
+    }
+
+    #[test]
     fn milli_constructor_round_trips_through_text(milli in any::<i64>()) {
         let q = Quantity::from_milli(milli, Format::DecimalSI);
         let back = Quantity::parse(&q.to_string()).map_err(|e| TestCaseError::fail(e.to_string()))?;

@@ -397,6 +397,51 @@ mod tests {
     }
 
     #[test]
+    fn a_relist_broken_midway_keeps_the_old_view_and_its_partial_objects_never_leak() {
+        let metrics = Metrics::new();
+        let mut ghost = vpa("999m");
+        ghost.metadata.name = Some("ghost".to_owned());
+        let mut events = initial_sync();
+        let synced_at = events.len();
+        // A relist starts, delivers part of the list, and the connection drops.
+        events.push(tagged(0, Ok(Event::Init)));
+        events.push(tagged(0, Ok(Event::InitApply(ghost))));
+        events.push(tagged(0, Ok(Event::InitApply(vpa("160m")))));
+        events.push(tagged(
+            0,
+            Err(watcher::Error::WatchFailed(kube::Error::Service(
+                "connection reset by peer".into(),
+            ))),
+        ));
+        // The other kinds keep changing meanwhile.
+        events.push(tagged(2, Ok(Event::Apply(namespace("other")))));
+        // The watcher starts the relist over; this time it completes.
+        events.push(tagged(0, Ok(Event::Init)));
+        events.push(tagged(0, Ok(Event::InitApply(vpa("170m")))));
+        events.push(tagged(0, Ok(Event::InitDone)));
+
+        // Applied one at a time, so every intermediate view is checked.
+        let mut state = WatchState::new(kinds().len());
+        let mut seen = Vec::new();
+        for (i, (index, kind, event)) in events.into_iter().enumerate() {
+            handle(&mut state, index, &kind, event, &metrics);
+            if i + 1 >= synced_at {
+                assert!(state.synced());
+                let snapshot = state.snapshot();
+                // Never the half list, never the ghost, never empty.
+                assert_eq!(snapshot.vpa_count(), 1, "after event {i}");
+                seen.push(target_cpu(&snapshot).unwrap_or_default());
+            }
+        }
+        let last = seen.len() - 1;
+        assert!(seen[..last].iter().all(|cpu| cpu == "150m"), "{seen:?}");
+        assert_eq!(seen[last], "170m");
+        assert!(metrics
+            .render()
+            .contains("nodescope_store_errors_total{store=\"kube\"} 1"));
+    }
+
+    #[test]
     fn relist_drops_objects_deleted_while_disconnected() {
         let mut state = WatchState::new(1);
         state.apply(0, Event::Init);
