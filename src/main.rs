@@ -6,6 +6,10 @@ use clap::Parser;
 use nodescope::cli::{self, Cli, Command};
 use std::process::ExitCode;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
