@@ -420,3 +420,44 @@ fn any_body_posted_to_mutate_gets_an_http_answer_on_the_same_connection() {
     ));
     assert_eq!(reply.status, 200);
 }
+
+#[tokio::test]
+async fn object_of_an_unexpected_kind_on_mutate_is_allowed_unchanged() {
+    let server = Server::start(&[]);
+    let mut client = H1::connect(server.addr, &server.ca()).await;
+    // A VerticalPodAutoscaler review sent to the pod-only mutating route.
+    let reply = client
+        .post(
+            "/mutate",
+            fixture("vpa-node-exporter-daemonset-node-scope-create.mutate.json"),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    let sent: serde_json::Value = serde_json::from_slice(&fixture(
+        "vpa-node-exporter-daemonset-node-scope-create.mutate.json",
+    ))
+    .unwrap();
+    assert_eq!(
+        reply.json()["response"],
+        serde_json::json!({"uid": sent["request"]["uid"], "allowed": true})
+    );
+}
+
+#[tokio::test]
+async fn pod_review_whose_object_is_not_a_pod_gets_a_warning_naming_it() {
+    let server = Server::start(&[]);
+    let mut client = H1::connect(server.addr, &server.ca()).await;
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&fixture("pod-node-exporter-node-a-1-create.mutate.json")).unwrap();
+    v["request"]["object"] = serde_json::json!(["not", "a", "pod"]);
+    let reply = client
+        .post("/mutate", serde_json::to_vec(&v).unwrap())
+        .await;
+    assert_eq!(reply.status, 200);
+    let response = reply.json()["response"].clone();
+    assert_eq!(response["allowed"], true);
+    assert_eq!(
+        response["warnings"],
+        serde_json::json!(["nodescope: cannot read Pod/monitoring/<generated>: admission request object is not a readable Pod: invalid type: string \"not\", expected struct PodMeta at line 1 column 6; left unchanged"])
+    );
+}
