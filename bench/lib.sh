@@ -14,7 +14,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 # Loopback only: these scripts must never send traffic anywhere else.
 HOST=127.0.0.1
 PORT=${PORT:-18443}
-READY_TIMEOUT_S=${READY_TIMEOUT_S:-30}
+READY_TIMEOUT_S=${READY_TIMEOUT_S:-180}
 FIXTURES=${FIXTURES:-$ROOT/../shared/fixtures/admission-reviews}
 MUTATE_BODY=${MUTATE_BODY:-$FIXTURES/pod-node-exporter-node-a-1-create.mutate.json}
 VALIDATE_BODY=${VALIDATE_BODY:-$FIXTURES/pod-node-exporter-node-a-1-create.validate.json}
@@ -156,6 +156,8 @@ start_load() {
                 -m POST -H 'Content-Type: application/json' -D "$body" \
                 --cacert "$CA" "${args[@]}" "$url" >"$out" 2>"$out.err" & ;;
         h2load)
+            # h2load appends to its log; percentiles must cover this run only.
+            rm -f "$out.log"
             # h2load does not verify the server certificate; loopback only.
             taskset -c "$LOAD_CPU" h2load -D "$DURATION" -t 1 -d "$body" \
                 -H 'Content-Type: application/json' --log-file "$out.log" \

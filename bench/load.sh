@@ -15,7 +15,7 @@
 #
 # Usage: bench/load.sh            (about 13 minutes with the defaults)
 # Environment: DURATION=5 (s per oha run) RUNS=3 ALLOCATORS="system mimalloc"
-#   VPAS=100 NODES=5000 PORT=18443 SERVER_CPU=0 LOAD_CPU=1 SKIP_BUILD=1
+#   TESTS="c16 c64 h2 r1000 r5000" VPAS=100 NODES=5000 PORT=18443 SERVER_CPU=0 LOAD_CPU=1 SKIP_BUILD=1
 #   WORK=target/bench LOADGEN=oha|h2load OHA=/path/to/oha RATE_CONNS=10
 # Output: a markdown report on stdout and in bench/results/<date>.md; raw
 # rows in $WORK/load-<date>.tsv.
@@ -32,6 +32,8 @@ NODES=${NODES:-5000}
 H2_CONNS=${H2_CONNS:-4}
 H2_STREAMS=${H2_STREAMS:-16}
 SKIP_BUILD=${SKIP_BUILD:-0}
+# A subset of "c16 c64 h2 r1000 r5000" to run only those tests.
+TESTS=${TESTS:-"c16 c64 h2 r1000 r5000"}
 
 trap stop_server EXIT
 for body in "$MUTATE_BODY" "$VALIDATE_BODY"; do
@@ -53,7 +55,7 @@ RAW=$WORK/load-$STAMP.tsv
 HEADER=$(
     echo "# nodescope load benchmark, $(date -u '+%Y-%m-%d %H:%M UTC')"
     echo
-    echo "Command: \`DURATION=$DURATION RUNS=$RUNS ALLOCATORS=\"$ALLOCATORS\" bench/load.sh\` at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+    echo "Command: \`DURATION=$DURATION RUNS=$RUNS ALLOCATORS=\"$ALLOCATORS\" TESTS=\"$TESTS\" LOADGEN=$LOADGEN bench/load.sh\` at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
     echo
     machine_summary
     echo "- store: $VPAS node-scoped VPAs x $NODES nodes x 2 containers ($(du -m "$STORE" | cut -f1) MiB of JSON), policies: $(find "$ROOT/policies" -name '*.yaml' | wc -l) files"
@@ -82,13 +84,14 @@ check_answer() {
 }
 
 tests_for() {
-    local server=$1 endpoint=$2
+    local server=$1 endpoint=$2 all=(c16 c64 h2 r1000 r5000) test
     if [[ $server != nodescope && $endpoint == validate ]]; then
         # The floors' handler ignores the path; only the body differs.
-        echo "c16 c64"
-    else
-        echo "c16 c64 h2 r1000 r5000"
+        all=(c16 c64)
     fi
+    for test in "${all[@]}"; do
+        [[ " $TESTS " == *" $test "* ]] && echo "$test"
+    done
 }
 
 started=$(date +%s)
