@@ -81,7 +81,7 @@ short = "" if $SOAK_SECONDS >= 1800 else f" (a SHORTENED soak: {$SOAK_SECONDS} s
 print(f"# nodescope soak, $(date -u '+%Y-%m-%d %H:%M UTC'){short}\n")
 print(f"Command: \`SOAK_SECONDS=$SOAK_SECONDS RATE=$RATE bench/soak.sh\` at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)\n")
 print("""$(machine_summary)""")
-print(f"- load average at start: $load_at_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg)\n")
+print(f"- load average when the soak started: $load_at_start, at the end: $(cut -d' ' -f1-3 /proc/loadavg)\n")
 print("| figure | value | target | verdict |")
 print("|---|---|---|---|")
 print(f"| requests answered 200 | $ok ({$rps:.0f} req/s achieved of $RATE) | | |")
