@@ -95,3 +95,33 @@ proptest! {
         }
     }
 }
+
+/// From fuzzing (`review_mutate`): a lone surrogate escape in a part of the
+/// body nodescope never decodes (here a `managedFields` key) is accepted and
+/// the pod still gets its patch, although `serde_json::Value` would reject
+/// the body. kube-apiserver never sends one; the point is that the webhook
+/// answers normally instead of failing the review.
+#[test]
+fn a_lone_surrogate_in_a_skipped_field_still_gets_the_patch() {
+    let clean = captured_named("pod-node-exporter-node-a-1-create.mutate.json");
+    let text = String::from_utf8(clean).unwrap_or_default();
+    let body = text.replacen(
+        "\"f:terminationGracePeriodSeconds\"",
+        "\"f:terminationGracePerio\\udc00ds\"",
+        1,
+    );
+    assert_ne!(body, text);
+    assert!(serde_json::from_str::<serde_json::Value>(&body).is_err());
+    let answer = answer(Webhook::Mutate, body.as_bytes(), decider());
+    assert_eq!(answer.http_status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"]["patch"].is_string(), "{v}");
+}
+
+fn captured_named(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/fixtures/admission-reviews")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
