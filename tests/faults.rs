@@ -530,7 +530,10 @@ async fn slow_and_abusive_clients_do_not_starve_a_well_behaved_one() {
         spread(&mut loaded)
     );
     let load_rss = server.rss_kib();
-    let bound = base_p99 * 20 + Duration::from_millis(50);
+    // Starvation would show as waits of the handshake timeout (2 s) or the
+    // idle timeout (8 s) behind the abusers; the slack of 1 s absorbs a
+    // shared, busy CI machine while still failing on either.
+    let bound = base_p99 * 20 + Duration::from_millis(1000);
     eprintln!(
         "p99 baseline {base_p99:?}, under abuse {load_p99:?} (bound {bound:?}); \
          RSS {base_rss} KiB -> {load_rss} KiB with {fds} descriptors open \
