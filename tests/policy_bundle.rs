@@ -465,12 +465,12 @@ fn time_the_balloon_pod_against_the_whole_bundle() {
         }));
         let request = AdmissionRequestInput::from_review(&review).expect("valid");
         let evaluate = per(Box::new(|| {
-            assert!(validate(policies(), &request, &cluster).allowed);
+            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
         }));
         let total = per(Box::new(|| {
             let review: Value = serde_json::from_slice(&body).expect("valid JSON");
             let request = AdmissionRequestInput::from_review(&review).expect("valid");
-            assert!(validate(policies(), &request, &cluster).allowed);
+            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
         }));
         println!(
             "{name} ({} bytes), value: parse {parse:?}, input {input:?}, validate {evaluate:?}, total {total:?}",
@@ -489,12 +489,12 @@ fn time_the_balloon_pod_against_the_whole_bundle() {
         let request = AdmissionRequestInput::from_body(&lazy).expect("valid");
         // Nodes read once stay parsed: this is validate's own cost.
         let lazy_evaluate = per(Box::new(|| {
-            assert!(validate(policies(), &request, &cluster).allowed);
+            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
         }));
         let lazy_total = per(Box::new(|| {
             let lazy = LazyReview::parse(&body).expect("valid JSON");
             let request = AdmissionRequestInput::from_body(&lazy).expect("valid");
-            assert!(validate(policies(), &request, &cluster).allowed);
+            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
         }));
         println!(
             "{name} ({} bytes), lazy: parse {lazy_parse:?}, parse+input {lazy_input:?}, validate {lazy_evaluate:?}, total {lazy_total:?}",

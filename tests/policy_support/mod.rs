@@ -3,9 +3,9 @@
 #![allow(dead_code)]
 
 use nodescope::policy::{
-    validate, AdmissionRequestInput, LabelSelector, LazyReview, PolicyInputs, PolicySet,
-    ValidationOutcome,
+    validate, AdmissionRequestInput, LazyReview, PolicySet, ValidationOutcome,
 };
+use nodescope::store::Snapshot;
 use serde_json::{json, Value};
 use std::sync::OnceLock;
 
@@ -48,48 +48,10 @@ impl Cluster {
         self
     }
 
-    pub fn find(&self, api_version: &str, kind: &str, namespace: Option<&str>) -> Vec<&Value> {
-        self.objects
-            .iter()
-            .filter(|o| {
-                o["apiVersion"] == api_version
-                    && o["kind"] == kind
-                    && o.pointer("/metadata/namespace").and_then(Value::as_str) == namespace
-            })
-            .collect()
-    }
-}
-
-impl PolicyInputs for Cluster {
-    fn namespace(&self, name: &str) -> Option<&Value> {
-        self.find("v1", "Namespace", None)
-            .into_iter()
-            .find(|o| o["metadata"]["name"] == name)
-    }
-
-    fn param(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Option<&Value> {
-        self.find(api_version, kind, namespace)
-            .into_iter()
-            .find(|o| o["metadata"]["name"] == name)
-    }
-
-    fn params_matching(
-        &self,
-        api_version: &str,
-        kind: &str,
-        namespace: Option<&str>,
-        selector: &LabelSelector,
-    ) -> Vec<&Value> {
-        self.find(api_version, kind, namespace)
-            .into_iter()
-            .filter(|o| selector.matches_object(o))
-            .collect()
+    /// The store snapshot the webhook would build from these objects, so the
+    /// bundle tests read params and namespaces exactly as the server does.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::build(self.objects.iter().cloned())
     }
 }
 
@@ -111,6 +73,7 @@ pub fn feature(name: &str, state: Option<&str>) -> Value {
 /// Validates `review` through both inputs, the parsed `Value` and the lazy
 /// body, which must agree exactly.
 pub fn run(review: &Value, cluster: &Cluster) -> ValidationOutcome {
+    let cluster = &cluster.snapshot();
     let request = AdmissionRequestInput::from_review(review).expect("a valid AdmissionReview");
     let outcome = validate(policies(), &request, cluster);
     let body = serde_json::to_vec(review).expect("serializable");
