@@ -98,12 +98,21 @@ impl Quantity {
                 format,
             });
         }
-        while mantissa % 10 == 0 {
-            mantissa /= 10;
-            exponent += 1;
-        }
-        if digit_count(mantissa.unsigned_abs()) as usize > MAX_DIGITS {
-            return None;
+        if let Ok(mut small) = i64::try_from(mantissa) {
+            // The common case, without 128-bit division; 19 digits at most.
+            while small % 10 == 0 {
+                small /= 10;
+                exponent += 1;
+            }
+            mantissa = i128::from(small);
+        } else {
+            while mantissa % 10 == 0 {
+                mantissa /= 10;
+                exponent += 1;
+            }
+            if digit_count(mantissa.unsigned_abs()) as usize > MAX_DIGITS {
+                return None;
+            }
         }
         let exponent = i32::try_from(exponent).ok()?;
         Some(Self {
@@ -115,7 +124,10 @@ impl Quantity {
 
     /// Parses a Kubernetes quantity string with apimachinery's rules.
     pub fn parse(s: &str) -> Result<Self, QuantityError> {
-        parse::parse_quantity(s)
+        match fast::parse(s) {
+            Some(q) => Ok(q),
+            None => parse::parse_quantity(s),
+        }
     }
 
     /// Builds a quantity from milli-units: how CPU values are computed
@@ -304,7 +316,7 @@ impl Quantity {
 impl FromStr for Quantity {
     type Err = QuantityError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        parse::parse_quantity(s)
+        Self::parse(s)
     }
 }
 
@@ -396,6 +408,7 @@ impl<'de> Deserialize<'de> for Quantity {
     }
 }
 
+mod fast;
 mod parse;
 
 #[cfg(test)]

@@ -18,12 +18,12 @@ use libfuzzer_sys::fuzz_target;
 use nodescope::mutate::pod::PodView;
 use nodescope::mutate::recommendation::{
     ContainerMode, ContainerPolicy, ContainerRecommendation, ControlledValues, LimitKind,
+    RecommendationTable,
     LimitRangeItem, ResourceList, VpaPolicy,
 };
 use nodescope::mutate::{mutate_pod, MissingNodeRecommendation};
 use nodescope::quantity::{Format, Quantity};
 use serde_json::{json, Map, Value};
-use std::sync::Arc;
 
 const NODE: &str = "node-a-1";
 
@@ -199,14 +199,13 @@ fn pod_json(input: &Input) -> Value {
 }
 
 fn vpa(input: &Input) -> VpaPolicy {
-    let recs: Arc<[ContainerRecommendation]> = input
+    let recs: Vec<ContainerRecommendation> = input
         .recommendations
         .iter()
         .take(4)
         .map(|(name, target)| ContainerRecommendation {
             container_name: name.as_str().to_owned(),
             target: list(target),
-            ..Default::default()
         })
         .collect();
     let mut vpa = VpaPolicy {
@@ -238,12 +237,9 @@ fn vpa(input: &Input) -> VpaPolicy {
             .collect(),
         ..Default::default()
     };
-    if input.node_known {
-        vpa.node_recommendations.insert(NODE.into(), recs.clone());
-    }
-    if input.aggregate {
-        vpa.aggregate = Some(recs);
-    }
+    let groups = input.node_known.then_some((NODE, recs.as_slice()));
+    let aggregate = input.aggregate.then_some(recs.as_slice());
+    vpa.recommendations = RecommendationTable::new(groups, aggregate);
     vpa
 }
 

@@ -23,8 +23,8 @@ use crate::quantity::Quantity;
 use self::capping::{Current, PodMember};
 use self::pod::{ContainerView, PodView, ResourceTexts};
 use self::recommendation::{
-    effective_limit_range, ContainerMode, ContainerRecommendation, ControlledValues, LimitKind,
-    LimitRangeItem, ResourceList, VpaPolicy,
+    effective_limit_range, ContainerMode, ControlledValues, LimitKind, LimitRangeItem,
+    RecommendationRow, ResourceList, VpaPolicy,
 };
 
 /// Annotation listing the containers VPA saw (upstream `vpaObservedContainers`).
@@ -93,8 +93,8 @@ fn select_recommendations<'v>(
     node: &str,
     missing: MissingNodeRecommendation,
     warnings: &mut Vec<String>,
-) -> Option<&'v [ContainerRecommendation]> {
-    if let Some(recs) = vpa.node_recommendation(node) {
+) -> Option<RecommendationRow<'v>> {
+    if let Some(recs) = vpa.recommendations.node(node) {
         return Some(recs);
     }
     let prefix = format!(
@@ -102,7 +102,7 @@ fn select_recommendations<'v>(
         vpa.namespace, vpa.name
     );
     let aggregate = match missing {
-        MissingNodeRecommendation::Aggregate => vpa.aggregate.as_deref(),
+        MissingNodeRecommendation::Aggregate => vpa.recommendations.aggregate(),
         MissingNodeRecommendation::LeaveUnchanged => None,
     };
     match aggregate {
@@ -155,7 +155,7 @@ struct Member {
 fn plan_containers(
     pod: &PodView<'_>,
     vpa: &VpaPolicy,
-    recs: &[ContainerRecommendation],
+    recs: RecommendationRow<'_>,
     limit_ranges: &[LimitRangeItem],
     warnings: &mut Vec<String>,
 ) -> Vec<Plan> {
@@ -166,16 +166,12 @@ fn plan_containers(
         if policy.is_some_and(|p| p.mode == ContainerMode::Off) {
             continue;
         }
-        let Some(rec) = recs.iter().find(|r| r.container_name == name) else {
-            continue;
-        };
         let default_controlled = recommendation::default_controlled_resources();
         let controlled = policy.map_or(&default_controlled, |p| &p.controlled_resources);
-        let target: ResourceList = rec
-            .target
-            .iter()
-            .filter(|(r, _)| controlled.iter().any(|c| c == *r))
-            .map(|(r, q)| (r.clone(), q.clone()))
+        let target: ResourceList = recs
+            .target(name)
+            .filter(|(r, _)| controlled.iter().any(|c| c == r))
+            .map(|(r, q)| (r.to_owned(), q))
             .collect();
         if target.is_empty() {
             continue;

@@ -8,7 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use crate::quantity::Quantity;
+use crate::quantity::{Format, Quantity};
 
 /// Resource name (`cpu`, `memory`, `example.com/gpu`) to quantity.
 pub type ResourceList = BTreeMap<String, Quantity>;
@@ -90,19 +90,318 @@ pub fn default_controlled_resources() -> Vec<String> {
     vec!["cpu".to_owned(), "memory".to_owned()]
 }
 
-/// One `containerRecommendations[]` entry, for a node group or the aggregate.
+/// One `containerRecommendations[]` entry: the input from which a
+/// [`RecommendationTable`] is built (tests and the store build tables from
+/// these; admission reads the table).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ContainerRecommendation {
     /// The container it applies to.
     pub container_name: String,
-    /// What requests are set to (before capping).
+    /// What requests are set to (before capping). `lowerBound`, `upperBound`
+    /// and `uncappedTarget` are not kept: admission never reads them, and at
+    /// 5,000 nodes per VPA they would be most of the store's memory.
     pub target: ResourceList,
-    /// Kept for the updater; admission does not use it.
-    pub lower_bound: ResourceList,
-    /// Kept for the updater; admission does not use it.
-    pub upper_bound: ResourceList,
-    /// Kept for diagnostics; admission does not use it.
-    pub uncapped_target: ResourceList,
+}
+
+/// A quantity packed into one `i64`: the value in milli-units shifted left by
+/// two, and the print format in the low two bits (0 = no value).
+///
+/// Recommendations are milli-exact in practice, so 2 containers x 2
+/// resources cost 32 bytes per node instead of four maps. A value that is not
+/// milli-exact or is beyond +-2^61 milli-units is kept exactly in
+/// [`RecommendationTable`]'s overflow map instead: nothing is rounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Packed(i64);
+
+impl Packed {
+    const ABSENT: Packed = Packed(0);
+    /// Tag 0 with a non-zero value: look the cell up in the overflow map.
+    const OVERFLOW: Packed = Packed(4);
+    const LIMIT: i64 = 1 << 61;
+
+    fn pack(q: &Quantity) -> Option<Packed> {
+        let milli = q.milli_value();
+        if !(-Self::LIMIT..Self::LIMIT).contains(&milli) {
+            return None;
+        }
+        let tag = match q.format() {
+            Format::DecimalSI => 1,
+            Format::BinarySI => 2,
+            Format::DecimalExponent => 3,
+        };
+        (Quantity::from_milli(milli, q.format()) == *q).then_some(Packed((milli << 2) | tag))
+    }
+
+    fn unpack(self) -> Option<Quantity> {
+        let format = match self.0 & 3 {
+            1 => Format::DecimalSI,
+            2 => Format::BinarySI,
+            3 => Format::DecimalExponent,
+            _ => return None,
+        };
+        Some(Quantity::from_milli(self.0 >> 2, format))
+    }
+}
+
+/// The recommendations of one VPA, for every node and the aggregate, as one
+/// dense table: a row per node, a column per (container, resource) seen in
+/// any group. Rows are found by node name in O(1).
+///
+/// This layout is what keeps 100 VPAs x 5,000 nodes within tens of MiB: per
+/// node it holds one map entry and one `i64` per cell.
+#[derive(Clone, Debug, Default)]
+pub struct RecommendationTable {
+    /// (container, resource) per column, sorted so a container's resources
+    /// come out in name order like the map they came from.
+    columns: Box<[(Arc<str>, Arc<str>)]>,
+    rows: HashMap<Arc<str>, u32>,
+    aggregate: Option<u32>,
+    cells: Box<[Packed]>,
+    overflow: HashMap<usize, Quantity>,
+}
+
+/// One row of a [`RecommendationTable`]: the recommendation for one node (or
+/// the aggregate).
+#[derive(Clone, Copy, Debug)]
+pub struct RecommendationRow<'t> {
+    table: &'t RecommendationTable,
+    row: usize,
+}
+
+impl<'t> RecommendationRow<'t> {
+    /// The target of `container` as (resource, quantity) pairs in resource
+    /// name order; empty when the group has no recommendation for it.
+    pub fn target<'c>(self, container: &'c str) -> impl Iterator<Item = (&'t str, Quantity)> + 'c
+    where
+        't: 'c,
+    {
+        let table = self.table;
+        let start = self.row * table.columns.len();
+        table
+            .columns
+            .iter()
+            .enumerate()
+            .filter(move |(_, (c, _))| &**c == container)
+            .filter_map(move |(i, (_, resource))| {
+                let cell = start + i;
+                let packed = *table.cells.get(cell)?;
+                let q = if packed == Packed::OVERFLOW {
+                    table.overflow.get(&cell).cloned()
+                } else {
+                    packed.unpack()
+                }?;
+                Some((&**resource, q))
+            })
+    }
+}
+
+impl RecommendationTable {
+    /// A table from whole groups; later groups for the same node replace
+    /// earlier ones and, within a group, the first entry for a container wins
+    /// (as upstream's lookup by name finds the first).
+    pub fn new<'a>(
+        groups: impl IntoIterator<Item = (&'a str, &'a [ContainerRecommendation])>,
+        aggregate: Option<&[ContainerRecommendation]>,
+    ) -> Self {
+        let mut builder = TableBuilder::default();
+        let add = |builder: &mut TableBuilder, recs: &[ContainerRecommendation]| {
+            for rec in recs {
+                if builder.container(&rec.container_name) {
+                    for (resource, q) in &rec.target {
+                        builder.set(resource, q);
+                    }
+                }
+            }
+        };
+        for (node, recs) in groups {
+            builder.node(Arc::from(node));
+            add(&mut builder, recs);
+        }
+        if let Some(recs) = aggregate {
+            builder.aggregate();
+            add(&mut builder, recs);
+        }
+        builder.finish()
+    }
+
+    /// The recommendation group whose `scopeValue` is `node`.
+    pub fn node(&self, node: &str) -> Option<RecommendationRow<'_>> {
+        let row = *self.rows.get(node)?;
+        Some(RecommendationRow {
+            table: self,
+            row: row as usize,
+        })
+    }
+
+    /// `status.recommendation`, the DaemonSet-wide fallback.
+    pub fn aggregate(&self) -> Option<RecommendationRow<'_>> {
+        Some(RecommendationRow {
+            table: self,
+            row: self.aggregate? as usize,
+        })
+    }
+
+    /// How many node groups the table holds.
+    pub fn node_count(&self) -> usize {
+        self.rows.len()
+    }
+}
+
+/// Builds a [`RecommendationTable`] one cell at a time, so the store can fill
+/// it straight from parsed JSON without building a map per container.
+#[derive(Debug, Default)]
+pub struct TableBuilder {
+    columns: Vec<(Arc<str>, Arc<str>)>,
+    rows: HashMap<Arc<str>, u32>,
+    aggregate: Option<u32>,
+    /// (row, column, value) in arrival order; overflow cells hold an index
+    /// into `exact`.
+    cells: Vec<(u32, u16, Packed)>,
+    exact: Vec<Quantity>,
+    next_row: u32,
+    /// Containers already seen in the current row, and the current one's
+    /// column offset into `columns` lookups.
+    row_containers: Vec<Arc<str>>,
+    container: Option<Arc<str>>,
+}
+
+impl TableBuilder {
+    /// Starts the row of `node` (replacing an earlier group of that node).
+    pub fn node(&mut self, node: Arc<str>) {
+        let row = self.start_row();
+        self.rows.insert(node, row);
+    }
+
+    /// Starts the aggregate row.
+    pub fn aggregate(&mut self) {
+        self.aggregate = Some(self.start_row());
+    }
+
+    fn start_row(&mut self) -> u32 {
+        let row = self.next_row;
+        self.next_row = self.next_row.saturating_add(1);
+        self.row_containers.clear();
+        self.container = None;
+        row
+    }
+
+    /// Starts `container`'s entry in the current row; false (and its values
+    /// are then ignored) when the row already has one for that container.
+    pub fn container(&mut self, name: &str) -> bool {
+        if self.row_containers.iter().any(|c| &**c == name) {
+            self.container = None;
+            return false;
+        }
+        let name: Arc<str> = self
+            .columns
+            .iter()
+            .find(|(c, _)| &**c == name)
+            .map_or_else(|| Arc::from(name), |(c, _)| c.clone());
+        self.row_containers.push(name.clone());
+        self.container = Some(name);
+        true
+    }
+
+    /// Sets one resource of the current container.
+    pub fn set(&mut self, resource: &str, q: &Quantity) {
+        let Some(container) = &self.container else {
+            return;
+        };
+        let Some(row) = self.next_row.checked_sub(1) else {
+            return;
+        };
+        let column = match self
+            .columns
+            .iter()
+            .position(|(c, r)| Arc::ptr_eq(c, container) && &**r == resource)
+        {
+            Some(i) => i,
+            None => {
+                let resource = self
+                    .columns
+                    .iter()
+                    .find(|(_, r)| &**r == resource)
+                    .map_or_else(|| Arc::from(resource), |(_, r)| r.clone());
+                self.columns.push((container.clone(), resource));
+                self.columns.len() - 1
+            }
+        };
+        let Ok(column) = u16::try_from(column) else {
+            return; // 65,536 distinct (container, resource) pairs: not a VPA
+        };
+        let packed = match Packed::pack(q) {
+            Some(p) => p,
+            None => {
+                self.exact.push(q.clone());
+                Packed(i64::try_from(self.exact.len() - 1).unwrap_or(0)).with_overflow_marker()
+            }
+        };
+        self.cells.push((row, column, packed));
+    }
+
+    /// The dense table.
+    pub fn finish(self) -> RecommendationTable {
+        let mut order: Vec<usize> = (0..self.columns.len()).collect();
+        order.sort_by(|&a, &b| self.columns[a].cmp(&self.columns[b]));
+        let mut position = vec![0; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            position[old] = new;
+        }
+        let width = order.len();
+        // Only rows still referenced are kept (a replaced group's row is
+        // dropped), renumbered densely.
+        let mut live: Vec<Option<u32>> = vec![None; self.next_row as usize];
+        let mut count = 0u32;
+        let mut renumber = |row: u32| {
+            let slot = &mut live[row as usize];
+            *slot.get_or_insert_with(|| {
+                count += 1;
+                count - 1
+            })
+        };
+        let rows: HashMap<Arc<str>, u32> = self
+            .rows
+            .into_iter()
+            .map(|(node, row)| (node, renumber(row)))
+            .collect();
+        let aggregate = self.aggregate.map(&mut renumber);
+        let mut cells = vec![Packed::ABSENT; count as usize * width].into_boxed_slice();
+        let mut overflow = HashMap::new();
+        for (row, column, packed) in self.cells {
+            let Some(Some(row)) = live.get(row as usize) else {
+                continue;
+            };
+            let cell = *row as usize * width + position[column as usize];
+            if let Some(index) = packed.overflow_index() {
+                if let Some(q) = self.exact.get(index) {
+                    overflow.insert(cell, q.clone());
+                    cells[cell] = Packed::OVERFLOW;
+                }
+            } else {
+                cells[cell] = packed;
+            }
+        }
+        let columns = order.iter().map(|&i| self.columns[i].clone()).collect();
+        RecommendationTable {
+            columns,
+            rows,
+            aggregate,
+            cells,
+            overflow,
+        }
+    }
+}
+
+impl Packed {
+    /// Builder-only encoding of an index into `exact`: tag 0, value + 1, so
+    /// it is never confused with [`Packed::ABSENT`].
+    fn with_overflow_marker(self) -> Packed {
+        Packed((self.0 + 1) << 2)
+    }
+
+    fn overflow_index(self) -> Option<usize> {
+        (self.0 & 3 == 0 && self.0 != 0).then(|| ((self.0 >> 2) - 1) as usize)
+    }
 }
 
 /// A VerticalPodAutoscaler reduced to what admission needs.
@@ -116,11 +415,9 @@ pub struct VpaPolicy {
     pub update_mode: UpdateMode,
     /// `spec.resourcePolicy.containerPolicies`.
     pub container_policies: Vec<ContainerPolicy>,
-    /// `status.recommendationGroups[]` keyed by `scopeValue` (the node name).
-    /// `Arc` so a store snapshot can share them without copying.
-    pub node_recommendations: HashMap<String, Arc<[ContainerRecommendation]>>,
-    /// `status.recommendation`: the DaemonSet-wide fallback.
-    pub aggregate: Option<Arc<[ContainerRecommendation]>>,
+    /// `status.recommendationGroups[]` by `scopeValue` (the node name), and
+    /// `status.recommendation`.
+    pub recommendations: RecommendationTable,
 }
 
 impl VpaPolicy {
@@ -141,11 +438,6 @@ impl VpaPolicy {
     /// this before [`super::mutate_pod`] because `Off` VPAs only observe.
     pub fn applies_at_admission(&self) -> bool {
         self.update_mode != UpdateMode::Off
-    }
-
-    /// The recommendation group for one node.
-    pub fn node_recommendation(&self, node: &str) -> Option<&[ContainerRecommendation]> {
-        self.node_recommendations.get(node).map(|r| &**r)
     }
 }
 
@@ -224,4 +516,93 @@ pub fn effective_limit_range(items: &[LimitRangeItem], kind: LimitKind) -> Optio
         }
     }
     seen.then_some(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(text: &str) -> Quantity {
+        Quantity::parse(text).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn rec(container: &str, target: &[(&str, &str)]) -> ContainerRecommendation {
+        ContainerRecommendation {
+            container_name: container.to_owned(),
+            target: target
+                .iter()
+                .map(|(r, v)| ((*r).to_owned(), q(v)))
+                .collect(),
+        }
+    }
+
+    fn printed(row: RecommendationRow<'_>, container: &str) -> Vec<(String, String)> {
+        row.target(container)
+            .map(|(r, v)| (r.to_owned(), v.to_string()))
+            .collect()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter()
+            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn values_come_back_exactly_with_their_format_packed_or_not() {
+        // 100n and 2^62 m are not milli-exact in an i64: they take the
+        // overflow path and must still print as they were written.
+        let recs = [rec(
+            "c",
+            &[
+                ("cpu", "100n"),
+                ("memory", "180Mi"),
+                ("example.com/big", "4611686018427387904"),
+                ("example.com/exp", "12e6"),
+                ("ephemeral-storage", "1.5Gi"),
+            ],
+        )];
+        let table = RecommendationTable::new([("n1", &recs[..])], None);
+        let row = table.node("n1").unwrap_or_else(|| panic!("no row"));
+        assert_eq!(
+            printed(row, "c"),
+            pairs(&[
+                ("cpu", "100n"),
+                ("ephemeral-storage", "1536Mi"),
+                ("example.com/big", "4611686018427387904"),
+                ("example.com/exp", "12e6"),
+                ("memory", "180Mi"),
+            ])
+        );
+        assert_eq!(table.overflow.len(), 2);
+    }
+
+    #[test]
+    fn groups_may_differ_in_containers_and_the_first_entry_for_a_container_wins() {
+        let a = [rec("x", &[("cpu", "1")]), rec("x", &[("cpu", "2")])];
+        let b = [rec("y", &[("memory", "1Gi")])];
+        let table = RecommendationTable::new([("a", &a[..]), ("b", &b[..])], None);
+        let row = |n: &str| table.node(n).unwrap_or_else(|| panic!("no row {n}"));
+        assert_eq!(printed(row("a"), "x"), pairs(&[("cpu", "1")]));
+        assert_eq!(printed(row("a"), "y"), pairs(&[]));
+        assert_eq!(printed(row("b"), "y"), pairs(&[("memory", "1Gi")]));
+        assert_eq!(printed(row("b"), "x"), pairs(&[]));
+        assert!(table.node("c").is_none());
+        assert!(table.aggregate().is_none());
+    }
+
+    #[test]
+    fn a_later_group_for_the_same_node_replaces_the_earlier_one() {
+        let old = [rec("x", &[("cpu", "1"), ("memory", "1Gi")])];
+        let new = [rec("x", &[("cpu", "3")])];
+        let agg = [rec("x", &[("cpu", "250m")])];
+        let table = RecommendationTable::new([("a", &old[..]), ("a", &new[..])], Some(&agg));
+        let row = table.node("a").unwrap_or_else(|| panic!("no row"));
+        assert_eq!(printed(row, "x"), pairs(&[("cpu", "3")]));
+        let aggregate = table.aggregate().unwrap_or_else(|| panic!("no aggregate"));
+        assert_eq!(printed(aggregate, "x"), pairs(&[("cpu", "250m")]));
+        assert_eq!(table.node_count(), 1);
+        // The replaced row is dropped: one node row plus the aggregate.
+        assert_eq!(table.cells.len(), 2 * table.columns.len());
+    }
 }

@@ -1,11 +1,11 @@
 //! Table tests: each case asserts the exact patch, then that a second pass
 //! over the patched pod changes nothing.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
-use super::recommendation::{ContainerPolicy, LimitKind, ResourceList};
+use super::recommendation::{
+    ContainerPolicy, ContainerRecommendation, LimitKind, RecommendationTable, ResourceList,
+};
 use super::*;
 use crate::quantity::Quantity;
 
@@ -25,20 +25,17 @@ fn rec(container: &str, target: &[(&str, &str)]) -> ContainerRecommendation {
     ContainerRecommendation {
         container_name: container.to_owned(),
         target: list(target),
-        ..Default::default()
     }
 }
 
 fn vpa(recs: Vec<ContainerRecommendation>, policies: Vec<ContainerPolicy>) -> VpaPolicy {
-    let mut v = VpaPolicy {
+    VpaPolicy {
         namespace: "monitoring".to_owned(),
         name: "node-exporter".to_owned(),
         container_policies: policies,
+        recommendations: RecommendationTable::new([(NODE, recs.as_slice())], None),
         ..Default::default()
-    };
-    v.node_recommendations
-        .insert(NODE.to_owned(), Arc::from(recs));
-    v
+    }
 }
 
 fn policy(name: &str, edit: impl FnOnce(&mut ContainerPolicy)) -> ContainerPolicy {
@@ -403,8 +400,7 @@ fn produces_the_exact_upstream_patch_for_every_table_case() {
 #[test]
 fn missing_node_leaves_resources_and_warns_with_the_node_name() {
     let mut v = vpa(vec![], vec![]);
-    v.node_recommendations.clear();
-    v.aggregate = Some(Arc::from(vec![rec("c1", &[("cpu", "1")])]));
+    v.recommendations = RecommendationTable::new([], Some(&[rec("c1", &[("cpu", "1")])]));
     let p = pod(json!([{"name": "c1", "resources": {}}]));
     let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
     assert_eq!(patch_json(&m), json!([observed("c1")]));

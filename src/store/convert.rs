@@ -1,14 +1,16 @@
 //! Kubernetes objects to the mutation's domain types, once, at load or
 //! watch time: every quantity is parsed here so a request never parses one.
 
-use super::crd::{ResourceTexts, VerticalPodAutoscaler};
+use super::crd::{ResourceTexts, VpaSpec};
+use crate::mutate::pod::{QuantityText, Str};
 use crate::mutate::recommendation::{
-    ContainerMode, ContainerPolicy, ContainerRecommendation, ControlledValues, LimitKind,
-    LimitRangeItem, ResourceList, UpdateMode, VpaPolicy,
+    ContainerMode, ContainerPolicy, ControlledValues, LimitKind, LimitRangeItem,
+    RecommendationTable, ResourceList, TableBuilder, UpdateMode, VpaPolicy,
 };
 use crate::quantity::Quantity;
+use serde::Deserialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// Why an object was left out of the snapshot: the object, the field, why.
@@ -64,46 +66,191 @@ fn update_mode(object: &str, text: Option<&str>) -> Result<UpdateMode, ConvertEr
     })
 }
 
-fn recommendations(
+/// The parts of a VerticalPodAutoscaler the store keeps, read straight from
+/// JSON (or a `Value`) in one pass: `lowerBound`, `upperBound`,
+/// `uncappedTarget`, conditions and the rest are skipped by serde, and
+/// strings borrow from the input.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct VpaDoc<'a> {
+    #[serde(borrow)]
+    pub metadata: MetaDoc<'a>,
+    pub spec: VpaSpec,
+    #[serde(borrow)]
+    pub status: Option<StatusDoc<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct MetaDoc<'a> {
+    #[serde(borrow)]
+    pub name: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub namespace: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub creation_timestamp: Option<Str<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub(crate) struct StatusDoc<'a> {
+    #[serde(borrow)]
+    recommendation: Option<RecommendationDoc<'a>>,
+    #[serde(borrow)]
+    recommendation_groups: Vec<GroupDoc<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct RecommendationDoc<'a> {
+    #[serde(borrow)]
+    container_recommendations: Vec<ContainerDoc<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct GroupDoc<'a> {
+    #[serde(borrow)]
+    scope_value: Str<'a>,
+    #[serde(borrow)]
+    container_recommendations: Vec<ContainerDoc<'a>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ContainerDoc<'a> {
+    #[serde(borrow)]
+    container_name: Str<'a>,
+    #[serde(borrow)]
+    target: Option<Entries<Str<'a>, QuantityText<'a>>>,
+}
+
+/// Shares one allocation per distinct node name across every VPA of a load:
+/// 100 DaemonSets on the same 5,000 nodes keep 5,000 names, not 500,000.
+#[derive(Debug, Default)]
+pub struct Interner(HashSet<Arc<str>>);
+
+impl Interner {
+    /// The shared copy of `name`.
+    pub fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(existing) = self.0.get(name) {
+            return existing.clone();
+        }
+        let shared: Arc<str> = Arc::from(name);
+        self.0.insert(shared.clone());
+        shared
+    }
+}
+
+/// `group` is the index in `recommendationGroups`, `None` for the aggregate;
+/// the field path is only formatted when a value is bad.
+fn fill_rows(
+    builder: &mut TableBuilder,
     object: &str,
-    field: &str,
-    containers: &[super::crd::RecommendedContainerResources],
-) -> Result<Arc<[ContainerRecommendation]>, ConvertError> {
-    containers
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let at = |part: &str| format!("{field}.containerRecommendations[{i}].{part}");
-            let optional = |part: &str, texts: &Option<ResourceTexts>| {
-                texts
-                    .as_ref()
-                    .map(|t| resource_list(object, &at(part), t))
-                    .transpose()
-                    .map(Option::unwrap_or_default)
-            };
-            Ok(ContainerRecommendation {
-                container_name: c.container_name.clone(),
-                target: resource_list(object, &at("target"), &c.target)?,
-                lower_bound: optional("lowerBound", &c.lower_bound)?,
-                upper_bound: optional("upperBound", &c.upper_bound)?,
-                uncapped_target: optional("uncappedTarget", &c.uncapped_target)?,
-            })
-        })
-        .collect()
+    group: Option<usize>,
+    containers: &[ContainerDoc<'_>],
+) -> Result<(), ConvertError> {
+    for (i, c) in containers.iter().enumerate() {
+        if !builder.container(&c.container_name) {
+            continue;
+        }
+        for (name, text) in c.target.iter().flat_map(|t| t.0.iter()) {
+            let q = Quantity::parse(&text.0).map_err(|e| ConvertError {
+                object: object.to_owned(),
+                field: format!(
+                    "{}.containerRecommendations[{i}].target.{}",
+                    group.map_or_else(
+                        || "status.recommendation".to_owned(),
+                        |g| format!("status.recommendationGroups[{g}]")
+                    ),
+                    &**name
+                ),
+                reason: e.to_string(),
+            })?;
+            builder.set(name, &q);
+        }
+    }
+    Ok(())
+}
+
+/// A JSON object read as its entries in order, without a map per object:
+/// a store reads a million of these and only walks them once.
+#[derive(Debug, Default)]
+struct Entries<K, V>(Vec<(K, V)>);
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Entries<K, V> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<K, V>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<K, V> {
+            type Value = Entries<K, V>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(2).min(16));
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(Entries(entries))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
+fn recommendation_table(
+    object: &str,
+    status: Option<&StatusDoc<'_>>,
+    interner: &mut Interner,
+) -> Result<RecommendationTable, ConvertError> {
+    let mut builder = TableBuilder::default();
+    let Some(status) = status else {
+        return Ok(builder.finish());
+    };
+    for (i, group) in status.recommendation_groups.iter().enumerate() {
+        builder.node(interner.intern(&group.scope_value));
+        fill_rows(
+            &mut builder,
+            object,
+            Some(i),
+            &group.container_recommendations,
+        )?;
+    }
+    if let Some(r) = &status.recommendation {
+        builder.aggregate();
+        fill_rows(&mut builder, object, None, &r.container_recommendations)?;
+    }
+    Ok(builder.finish())
 }
 
 /// The VPA's name as messages and the `vpaUpdates` annotation show it.
-pub fn vpa_ref(vpa: &VerticalPodAutoscaler) -> String {
+pub(crate) fn vpa_ref(meta: &MetaDoc<'_>) -> String {
     format!(
         "VerticalPodAutoscaler {}/{}",
-        vpa.metadata.namespace.as_deref().unwrap_or_default(),
-        vpa.metadata.name.as_deref().unwrap_or_default()
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default()
     )
 }
 
+/// A VPA qualifies for per-node mutation: `scope: node`, targeting a DaemonSet.
+pub(crate) fn node_scoped_daemonset_target(spec: &VpaSpec) -> Option<&str> {
+    let target = spec.target_ref.as_ref()?;
+    (spec.scope.as_deref() == Some("node")
+        && target.kind == "DaemonSet"
+        && target.api_version == "apps/v1"
+        && !target.name.is_empty())
+    .then_some(target.name.as_str())
+}
+
 /// Reduces a node-scoped VPA to what admission needs.
-pub fn vpa_policy(vpa: &VerticalPodAutoscaler) -> Result<VpaPolicy, ConvertError> {
-    let object = vpa_ref(vpa);
+pub(crate) fn vpa_policy(
+    vpa: &VpaDoc<'_>,
+    interner: &mut Interner,
+) -> Result<VpaPolicy, ConvertError> {
+    let object = vpa_ref(&vpa.metadata);
     let spec = &vpa.spec;
     let mode = update_mode(
         &object,
@@ -156,32 +303,18 @@ pub fn vpa_policy(vpa: &VerticalPodAutoscaler) -> Result<VpaPolicy, ConvertError
         };
         container_policies.push(policy);
     }
-    let mut node_recommendations = HashMap::new();
-    let mut aggregate = None;
-    if let Some(status) = &vpa.status {
-        for (i, group) in status.recommendation_groups.iter().enumerate() {
-            let recs = recommendations(
-                &object,
-                &format!("status.recommendationGroups[{i}]"),
-                &group.container_recommendations,
-            )?;
-            node_recommendations.insert(group.scope_value.clone(), recs);
-        }
-        if let Some(r) = &status.recommendation {
-            aggregate = Some(recommendations(
-                &object,
-                "status.recommendation",
-                &r.container_recommendations,
-            )?);
-        }
-    }
+    let recommendations = recommendation_table(&object, vpa.status.as_ref(), interner)?;
     Ok(VpaPolicy {
-        namespace: vpa.metadata.namespace.clone().unwrap_or_default(),
-        name: vpa.metadata.name.clone().unwrap_or_default(),
+        namespace: vpa
+            .metadata
+            .namespace
+            .as_deref()
+            .unwrap_or_default()
+            .to_owned(),
+        name: vpa.metadata.name.as_deref().unwrap_or_default().to_owned(),
         update_mode: mode,
         container_policies,
-        node_recommendations,
-        aggregate,
+        recommendations,
     })
 }
 

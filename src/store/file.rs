@@ -4,17 +4,36 @@
 //! A file that fails to parse is reported with its path and line and the
 //! last good snapshot stays in service.
 
-use super::Snapshot;
+use super::{Entry, Interner, Snapshot};
 use crate::manifest::{self, ManifestError};
 use crate::metrics::Metrics;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Reads every object under `path` into a snapshot.
+/// Reads every object under `path` into a snapshot. JSON files are read
+/// object by object into the store's own types (a large store never exists
+/// as a `Value` tree); YAML goes through `Value`, as YAML stores are small.
 pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
-    let documents = manifest::read_path(path, &[])?;
-    Ok(Snapshot::build(documents.into_iter().map(|d| d.value)))
+    let mut interner = Interner::default();
+    let mut entries = Vec::new();
+    for file in manifest::collect_files(path, &[])? {
+        let name = file.display().to_string();
+        let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Io {
+            path: name.clone(),
+            source,
+        })?;
+        if manifest::looks_like_json(&text) {
+            for item in manifest::json_items(&name, &text)? {
+                entries.push(Entry::from_json(item.get(), &mut interner));
+            }
+        } else {
+            for document in manifest::parse_documents(&name, &text)? {
+                entries.push(Entry::from_value(document.value, &mut interner));
+            }
+        }
+    }
+    Ok(Snapshot::from_entries(&entries))
 }
 
 /// Logs what a snapshot left out, so an operator sees a bad VPA by name.
@@ -45,4 +64,90 @@ pub async fn watch(
         }
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn vpa(name: &str, cpu: &str) -> serde_json::Value {
+        json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "monitoring"},
+            "spec": {"scope": "node", "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name}},
+            "status": {"recommendationGroups": [{"scopeValue": "n1", "containerRecommendations": [
+                {"containerName": "c", "target": {"cpu": cpu, "memory": "64Mi"},
+                 "lowerBound": {"cpu": "1m"}, "upperBound": {"cpu": "9"}, "uncappedTarget": {"cpu": cpu}}]}]}
+        })
+    }
+
+    fn cpu_of(snapshot: &Snapshot, daemonset: &str) -> Option<String> {
+        let row = snapshot
+            .vpa_for("monitoring", daemonset)?
+            .recommendations
+            .node("n1")?;
+        let (_, cpu) = row.target("c").find(|(r, _)| *r == "cpu")?;
+        Some(cpu.to_string())
+    }
+
+    #[test]
+    fn a_json_list_and_yaml_documents_load_the_same_store() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [
+            vpa("a", "150m"), null,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "monitoring"}}
+        ]});
+        std::fs::write(dir.path().join("list.json"), list.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let yaml = format!(
+            "# flow style\n{}\n---\n{}\n",
+            vpa("b", "0.25"),
+            vpa("c", "1")
+        );
+        std::fs::write(dir.path().join("more.yaml"), yaml).unwrap_or_else(|e| panic!("{e}"));
+        let snapshot = load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
+        assert_eq!(snapshot.vpa_count(), 3);
+        assert_eq!(cpu_of(&snapshot, "a").as_deref(), Some("150m"));
+        assert_eq!(cpu_of(&snapshot, "b").as_deref(), Some("250m"));
+        assert_eq!(cpu_of(&snapshot, "c").as_deref(), Some("1"));
+        use crate::policy::PolicyInputs;
+        assert!(snapshot.namespace("monitoring").is_some());
+    }
+
+    #[test]
+    fn a_bad_vpa_in_a_json_list_is_named_with_its_field_and_the_rest_still_loads() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let mut wrong_type = vpa("typed", "1");
+        wrong_type["status"]["recommendationGroups"] = json!("not a list");
+        let list = json!([vpa("good", "1"), vpa("bad", "lots"), wrong_type]);
+        std::fs::write(dir.path().join("store.json"), list.to_string())
+            .unwrap_or_else(|e| panic!("{e}"));
+        let snapshot = load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(snapshot.vpa_count(), 1);
+        let problems: Vec<String> = snapshot.problems.iter().map(ToString::to_string).collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].starts_with(
+                "VerticalPodAutoscaler monitoring/bad: status.recommendationGroups[0].containerRecommendations[0].target.cpu: quantity \"lots\""
+            ),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].starts_with("VerticalPodAutoscaler/monitoring/typed: (object): invalid type: string \"not a list\", expected a sequence"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_json_syntax_error_names_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let path = dir.path().join("broken.json");
+        std::fs::write(&path, "{\n  \"kind\": \"List\",\n  \"items\": [\n}")
+            .unwrap_or_else(|e| panic!("{e}"));
+        let error = load(dir.path()).err().map(|e| e.to_string());
+        let expected = format!("{}: expected value at line 4 column 1", path.display());
+        assert_eq!(error.as_deref(), Some(expected.as_str()));
+    }
 }

@@ -6,7 +6,7 @@
 //! [`WatchState`] is plain data, so recorded watch events test it without a
 //! cluster.
 
-use super::Snapshot;
+use super::{Entry, Interner, Snapshot};
 use crate::metrics::Metrics;
 use futures::{stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
@@ -88,12 +88,16 @@ type Key = (String, String); // namespace, name
 
 /// The objects seen so far, per watched kind, following the watcher's
 /// Init / InitApply / InitDone / Apply / Delete protocol.
+///
+/// Objects are kept converted ([`Entry`]): an event costs the conversion of
+/// the one object it carries, and a new snapshot only re-indexes entries.
 #[derive(Debug, Default)]
 pub struct WatchState {
-    current: HashMap<usize, BTreeMap<Key, Value>>,
+    current: HashMap<usize, BTreeMap<Key, Entry>>,
     /// Objects of a relist in progress; they replace `current` at InitDone.
-    relisting: HashMap<usize, BTreeMap<Key, Value>>,
+    relisting: HashMap<usize, BTreeMap<Key, Entry>>,
     synced: Vec<bool>,
+    interner: Interner,
 }
 
 fn key_of(object: &Value) -> Key {
@@ -125,10 +129,9 @@ impl WatchState {
                 false
             }
             Event::InitApply(object) => {
-                self.relisting
-                    .entry(kind)
-                    .or_default()
-                    .insert(key_of(&object), object);
+                let key = key_of(&object);
+                let entry = Entry::from_value(object, &mut self.interner);
+                self.relisting.entry(kind).or_default().insert(key, entry);
                 false
             }
             Event::InitDone => {
@@ -140,10 +143,9 @@ impl WatchState {
                 true
             }
             Event::Apply(object) => {
-                self.current
-                    .entry(kind)
-                    .or_default()
-                    .insert(key_of(&object), object);
+                let key = key_of(&object);
+                let entry = Entry::from_value(object, &mut self.interner);
+                self.current.entry(kind).or_default().insert(key, entry);
                 true
             }
             Event::Delete(object) => {
@@ -165,7 +167,7 @@ impl WatchState {
     /// A snapshot of everything currently known.
     #[must_use]
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::build(self.current.values().flat_map(|m| m.values().cloned()))
+        Snapshot::from_entries(self.current.values().flat_map(BTreeMap::values))
     }
 }
 
@@ -337,8 +339,10 @@ mod tests {
 
     fn target_cpu(snapshot: &Snapshot) -> Option<String> {
         let vpa = snapshot.vpa_for("monitoring", "node-exporter")?;
-        let recs = vpa.node_recommendation("node-a-1")?;
-        Some(recs[0].target.get("cpu")?.to_string())
+        let recs = vpa.recommendations.node("node-a-1")?;
+        let container = "node-exporter";
+        let (_, cpu) = recs.target(container).find(|(r, _)| *r == "cpu")?;
+        Some(cpu.to_string())
     }
 
     /// Runs the recorded `events`; returns every published snapshot's cpu

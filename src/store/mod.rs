@@ -7,12 +7,14 @@
 
 mod convert;
 pub mod crd;
+mod entry;
 pub mod file;
 pub mod kube;
 mod snapshot;
 pub mod synthetic;
 
-pub use convert::ConvertError;
+pub use convert::{ConvertError, Interner};
+pub use entry::Entry;
 pub use snapshot::Snapshot;
 
 use std::path::PathBuf;

@@ -4,157 +4,119 @@
 //! lookups are hash-map gets, so per-request cost does not grow with the
 //! number of VPAs, nodes or params.
 
-use super::convert::{limit_range_items, vpa_policy, ConvertError};
-use super::crd::VerticalPodAutoscaler;
-use crate::manifest::object_ref;
+use super::convert::{ConvertError, Interner};
+use super::entry::Entry;
 use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
 use crate::policy::{LabelSelector, PolicyInputs};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-type ObjectKey = (String, String, String, String); // apiVersion, kind, namespace, name
+/// Nested maps keyed by owned strings, so lookups by `&str` never allocate.
+type ByName<T> = HashMap<String, T>;
+
+/// Param objects of one apiVersion and kind: by namespace and name, and in
+/// load order for selector lookups.
+#[derive(Debug, Default)]
+struct KindParams {
+    by_name: ByName<ByName<Arc<Value>>>,
+    all: Vec<(String, Arc<Value>)>,
+}
 
 /// Everything nodescope knows about the cluster at one moment.
 #[derive(Debug, Default)]
 pub struct Snapshot {
-    /// (namespace, DaemonSet name) -> the node-scoped VPA that wins for it.
-    vpas: HashMap<(String, String), Arc<VpaPolicy>>,
-    limit_ranges: HashMap<String, Vec<LimitRangeItem>>,
-    namespaces: HashMap<String, Value>,
-    /// Param objects (Features, ConfigMaps, anything a binding names).
-    params: HashMap<ObjectKey, Value>,
-    /// (apiVersion, kind) -> keys, for selector lookups.
-    params_by_kind: HashMap<(String, String), Vec<ObjectKey>>,
+    /// namespace -> DaemonSet name -> the node-scoped VPA that wins for it.
+    vpas: ByName<ByName<Arc<VpaPolicy>>>,
+    limit_ranges: ByName<Vec<LimitRangeItem>>,
+    namespaces: ByName<Arc<Value>>,
+    /// apiVersion -> kind -> params (Features, ConfigMaps, anything a
+    /// binding names).
+    params: ByName<ByName<KindParams>>,
     /// Objects left out, with why; surfaced in logs and by the CLI.
     pub problems: Vec<ConvertError>,
-}
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A VPA qualifies for per-node mutation: `scope: node`, targeting a DaemonSet.
-fn node_scoped_daemonset_target(vpa: &VerticalPodAutoscaler) -> Option<&str> {
-    let target = vpa.spec.target_ref.as_ref()?;
-    (vpa.spec.scope.as_deref() == Some("node")
-        && target.kind == "DaemonSet"
-        && target.api_version == "apps/v1"
-        && !target.name.is_empty())
-    .then_some(target.name.as_str())
 }
 
 impl Snapshot {
     /// Indexes `objects`. Objects that cannot be used are recorded in
     /// `problems` and left out; the rest still build a snapshot.
     pub fn build(objects: impl IntoIterator<Item = Value>) -> Self {
+        let mut interner = Interner::default();
+        let entries: Vec<Entry> = objects
+            .into_iter()
+            .map(|o| Entry::from_value(o, &mut interner))
+            .collect();
+        Self::from_entries(&entries)
+    }
+
+    /// Indexes converted objects. Only `Arc`s are cloned, so this is cheap
+    /// enough to run after every burst of watch events.
+    pub fn from_entries<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> Self {
         let mut snapshot = Snapshot::default();
         // (ns, ds) -> (creationTimestamp, name, policy): oldest wins, then name.
-        let mut chosen: HashMap<(String, String), (String, String, VpaPolicy)> = HashMap::new();
-        for object in objects {
-            let api_version = str_at(&object, "/apiVersion").to_owned();
-            let kind = str_at(&object, "/kind").to_owned();
-            match (api_version.as_str(), kind.as_str()) {
-                ("autoscaling.k8s.io/v1", "VerticalPodAutoscaler") => {
-                    snapshot.add_vpa(object, &mut chosen);
+        let mut chosen: HashMap<(&str, &str), (&str, &Arc<VpaPolicy>)> = HashMap::new();
+        for entry in entries {
+            match entry {
+                Entry::Vpa {
+                    daemonset,
+                    created,
+                    policy,
+                } => {
+                    let key = (policy.namespace.as_str(), daemonset.as_str());
+                    match chosen.get(&key) {
+                        Some((c, p))
+                            if (*c, p.name.as_str()) <= (created.as_str(), &policy.name) => {}
+                        _ => {
+                            chosen.insert(key, (created, policy));
+                        }
+                    }
                 }
-                ("v1", "LimitRange") => snapshot.add_limit_range(object),
-                ("v1", "Namespace") => {
-                    let name = str_at(&object, "/metadata/name").to_owned();
-                    snapshot.namespaces.insert(name, object);
+                Entry::LimitRange { namespace, items } => snapshot
+                    .limit_ranges
+                    .entry(namespace.clone())
+                    .or_default()
+                    .extend(items.iter().cloned()),
+                Entry::Namespace { name, object } => {
+                    snapshot.namespaces.insert(name.clone(), object.clone());
                 }
-                _ => snapshot.add_param(api_version, kind, object),
+                Entry::Param {
+                    api_version,
+                    kind,
+                    namespace,
+                    name,
+                    object,
+                } => {
+                    let params = snapshot
+                        .params
+                        .entry(api_version.clone())
+                        .or_default()
+                        .entry(kind.clone())
+                        .or_default();
+                    params
+                        .by_name
+                        .entry(namespace.clone())
+                        .or_default()
+                        .insert(name.clone(), object.clone());
+                    params.all.push((namespace.clone(), object.clone()));
+                }
+                Entry::Ignored => {}
+                Entry::Problem(e) => snapshot.problems.push(e.clone()),
             }
         }
-        snapshot.vpas = chosen
-            .into_iter()
-            .map(|(key, (_, _, policy))| (key, Arc::new(policy)))
-            .collect();
+        for ((namespace, daemonset), (_, policy)) in chosen {
+            snapshot
+                .vpas
+                .entry(namespace.to_owned())
+                .or_default()
+                .insert(daemonset.to_owned(), policy.clone());
+        }
         snapshot
-    }
-
-    fn add_vpa(
-        &mut self,
-        object: Value,
-        chosen: &mut HashMap<(String, String), (String, String, VpaPolicy)>,
-    ) {
-        let Some(vpa) = self.typed::<VerticalPodAutoscaler>(object) else {
-            return;
-        };
-        let Some(target) = node_scoped_daemonset_target(&vpa) else {
-            return;
-        };
-        let policy = match vpa_policy(&vpa) {
-            Ok(policy) => policy,
-            Err(e) => {
-                self.problems.push(e);
-                return;
-            }
-        };
-        let created = vpa
-            .metadata
-            .creation_timestamp
-            .as_ref()
-            .map(|t| t.0.to_string())
-            // No timestamp (a file store): sorts after every real one.
-            .unwrap_or_else(|| "~".into());
-        let key = (policy.namespace.clone(), target.to_owned());
-        let candidate = (created, policy.name.clone(), policy);
-        match chosen.get(&key) {
-            Some((c, n, _)) if (c, n) <= (&candidate.0, &candidate.1) => {}
-            _ => {
-                chosen.insert(key, candidate);
-            }
-        }
-    }
-
-    /// The object as its Rust type, or a recorded problem naming it.
-    fn typed<T: serde::de::DeserializeOwned>(&mut self, object: Value) -> Option<T> {
-        let reference = object_ref(&object);
-        serde_json::from_value(object)
-            .map_err(|e| {
-                self.problems.push(ConvertError {
-                    object: reference,
-                    field: "(object)".into(),
-                    reason: e.to_string(),
-                });
-            })
-            .ok()
-    }
-
-    fn add_limit_range(&mut self, object: Value) {
-        let Some(lr) = self.typed::<k8s_openapi::api::core::v1::LimitRange>(object) else {
-            return;
-        };
-        let ns = lr.metadata.namespace.clone().unwrap_or_default();
-        match limit_range_items(&lr) {
-            Ok(items) => self.limit_ranges.entry(ns).or_default().extend(items),
-            Err(e) => self.problems.push(e),
-        }
-    }
-
-    fn add_param(&mut self, api_version: String, kind: String, object: Value) {
-        let key = (
-            api_version.clone(),
-            kind.clone(),
-            str_at(&object, "/metadata/namespace").to_owned(),
-            str_at(&object, "/metadata/name").to_owned(),
-        );
-        self.params_by_kind
-            .entry((api_version, kind))
-            .or_default()
-            .push(key.clone());
-        self.params.insert(key, object);
     }
 
     /// The VPA that governs pods of DaemonSet `daemonset` in `namespace`.
     #[must_use]
     pub fn vpa_for(&self, namespace: &str, daemonset: &str) -> Option<&VpaPolicy> {
-        // A tuple key of borrowed strs would need a custom Borrow impl; the two
-        // short allocations are cheaper than the hashing of a 15 KB body.
-        self.vpas
-            .get(&(namespace.to_owned(), daemonset.to_owned()))
-            .map(|p| &**p)
+        self.vpas.get(namespace)?.get(daemonset).map(|p| &**p)
     }
 
     /// LimitRange items of `namespace` (empty when none).
@@ -166,13 +128,17 @@ impl Snapshot {
     /// How many DaemonSets have a node-scoped VPA; for logs and tests.
     #[must_use]
     pub fn vpa_count(&self) -> usize {
-        self.vpas.len()
+        self.vpas.values().map(HashMap::len).sum()
+    }
+
+    fn kind_params(&self, api_version: &str, kind: &str) -> Option<&KindParams> {
+        self.params.get(api_version)?.get(kind)
     }
 }
 
 impl PolicyInputs for Snapshot {
     fn namespace(&self, name: &str) -> Option<&Value> {
-        self.namespaces.get(name)
+        self.namespaces.get(name).map(|v| &**v)
     }
 
     fn param(
@@ -182,12 +148,11 @@ impl PolicyInputs for Snapshot {
         namespace: Option<&str>,
         name: &str,
     ) -> Option<&Value> {
-        self.params.get(&(
-            api_version.to_owned(),
-            kind.to_owned(),
-            namespace.unwrap_or("").to_owned(),
-            name.to_owned(),
-        ))
+        self.kind_params(api_version, kind)?
+            .by_name
+            .get(namespace.unwrap_or(""))?
+            .get(name)
+            .map(|v| &**v)
     }
 
     fn params_matching(
@@ -197,15 +162,14 @@ impl PolicyInputs for Snapshot {
         namespace: Option<&str>,
         selector: &LabelSelector,
     ) -> Vec<&Value> {
-        let Some(keys) = self
-            .params_by_kind
-            .get(&(api_version.to_owned(), kind.to_owned()))
-        else {
+        let Some(params) = self.kind_params(api_version, kind) else {
             return Vec::new();
         };
-        keys.iter()
-            .filter(|k| namespace.is_none_or(|ns| k.2 == ns))
-            .filter_map(|k| self.params.get(k))
+        params
+            .all
+            .iter()
+            .filter(|(ns, _)| namespace.is_none_or(|n| ns == n))
+            .map(|(_, v)| &**v)
             .filter(|v| selector.matches_object(v))
             .collect()
     }
