@@ -1,10 +1,12 @@
 //! The two decisions: which patch a DaemonSet pod gets, and whether the
 //! policy bundle admits an object. Both read only the [`Decider`].
 
-use super::{Decider, Denial, Review, Verdict};
+use super::review::{self, GroupVersionName, ReviewError, ReviewVersion};
+use super::{finish, Answer, Decider, Denial, Review, Verdict};
 use crate::mutate::mutate_pod;
 use crate::mutate::pod::PodView;
-use crate::policy::{validate, AdmissionRequestInput, LazyReview};
+use crate::policy::{validate, AdmissionRequestInput, Json, LazyReview, Shape};
+use std::borrow::Cow;
 
 /// The mutating webhook's decision; the bool marks an internal error that
 /// was turned into an unchanged, allowed pod. It never denies: a pod must
@@ -98,13 +100,98 @@ pub(super) fn unreadable_object(review: &Review<'_>) -> (Verdict, bool) {
     )
 }
 
+/// The validating webhook's answer.
+///
+/// The policies read the body through a [`LazyReview`], which checks the
+/// whole body anyway, so a well-formed review is read once: its envelope
+/// comes from the same parse. Anything the typed envelope parse could
+/// answer differently (a missing or mistyped field, a repeated key) takes
+/// the original two-pass route, so every error is worded as before.
+pub(super) fn answer_validation(body: &[u8], decider: &Decider) -> Result<Answer, ReviewError> {
+    if let Ok(lazy) = LazyReview::parse(body) {
+        if let Some(review) = envelope(&lazy) {
+            return Ok(finish(&review, decide_lazy(&lazy, &review, decider)));
+        }
+    }
+    review::parse(body).map(|review| finish(&review, decide_validation(body, &review, decider)))
+}
+
+/// The envelope as `review::parse` reads it, when that parse would succeed
+/// with exactly these values; `None` when it might fail or differ. The
+/// objects are left out: answering needs only the envelope.
+fn envelope<'a>(lazy: &'a LazyReview<'_>) -> Option<Review<'a, ()>> {
+    if lazy.has_duplicate_keys() {
+        return None;
+    }
+    let Shape::Object(root) = lazy.root().shape() else {
+        return None;
+    };
+    let version = match root.get("apiVersion")?.as_str()? {
+        "admission.k8s.io/v1" => ReviewVersion::V1,
+        "admission.k8s.io/v1beta1" => ReviewVersion::V1Beta1,
+        _ => return None,
+    };
+    if root.get("kind")?.as_str()? != "AdmissionReview" {
+        return None;
+    }
+    let Shape::Object(request) = root.get("request")?.shape() else {
+        return None;
+    };
+    // An optional string: absent or null is `None`; another type fails the
+    // typed parse.
+    let optional = |key: &str| match request.get(key) {
+        None => Some(None),
+        Some(value) if value.is_null() => Some(None),
+        Some(value) => value.as_str().map(|s| Some(Cow::Borrowed(s))),
+    };
+    let dry_run = match request.get("dryRun").map(Json::shape) {
+        None | Some(Shape::Null) => false,
+        Some(Shape::Bool(dry_run)) => dry_run,
+        Some(_) => return None,
+    };
+    Some(Review {
+        version,
+        uid: optional("uid")?.filter(|uid| !uid.is_empty())?,
+        kind: group_version_name(request.get("kind"))?,
+        resource: group_version_name(request.get("resource"))?,
+        sub_resource: optional("subResource")?,
+        name: optional("name")?,
+        namespace: optional("namespace")?,
+        operation: optional("operation")?.filter(|op| !op.is_empty())?,
+        dry_run,
+        object: None,
+        old_object: None,
+    })
+}
+
+/// A `GroupVersionName` as its derived `Deserialize` reads it (`resource`
+/// is an alias of `kind`, so both at once is a duplicate field).
+fn group_version_name(value: Option<Json<'_>>) -> Option<GroupVersionName<'_>> {
+    let Some(value) = value else {
+        return Some(GroupVersionName::default());
+    };
+    let Shape::Object(fields) = value.shape() else {
+        return None;
+    };
+    let text = |key: &str| match fields.get(key) {
+        None => Some(Cow::Borrowed("")),
+        Some(value) => value.as_str().map(Cow::Borrowed),
+    };
+    let kind = match (fields.get("kind"), fields.get("resource")) {
+        (Some(_), Some(_)) => return None,
+        (Some(kind), None) | (None, Some(kind)) => Cow::Borrowed(kind.as_str()?),
+        (None, None) => Cow::Borrowed(""),
+    };
+    Some(GroupVersionName {
+        group: text("group")?,
+        version: text("version")?,
+        kind,
+    })
+}
+
 /// The validating webhook's decision from the policy bundle; the bool marks
 /// a request the engine could not read or an evaluation error.
-pub(super) fn decide_validation(
-    body: &[u8],
-    review: &Review<'_>,
-    decider: &Decider,
-) -> (Verdict, bool) {
+fn decide_validation(body: &[u8], review: &Review<'_>, decider: &Decider) -> (Verdict, bool) {
     // Only the parts of the object that policies read are ever materialized.
     let lazy = match LazyReview::parse(body) {
         Ok(lazy) => lazy,
@@ -118,7 +205,15 @@ pub(super) fn decide_validation(
             )
         }
     };
-    let input = match AdmissionRequestInput::from_body(&lazy) {
+    decide_lazy(&lazy, review, decider)
+}
+
+fn decide_lazy<O>(
+    lazy: &LazyReview<'_>,
+    review: &Review<'_, O>,
+    decider: &Decider,
+) -> (Verdict, bool) {
+    let input = match AdmissionRequestInput::from_body(lazy) {
         Ok(input) => input,
         Err(error) => {
             return (

@@ -15,7 +15,7 @@ use crate::mutate::pod::PodView;
 use crate::mutate::MissingNodeRecommendation;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
-use decide::{decide_mutation, decide_validation, unreadable_object};
+use decide::{answer_validation, decide_mutation, unreadable_object};
 use std::sync::Arc;
 
 /// Everything a decision may read: immutable snapshots taken once per
@@ -74,8 +74,7 @@ pub fn answer(webhook: Webhook, body: &[u8], decider: &Decider) -> Answer {
             // carries the uid and says what was wrong.
             Err(_) => review::parse(body).map(|review| finish(&review, unreadable_object(&review))),
         },
-        Webhook::Validate => review::parse(body)
-            .map(|review| finish(&review, decide_validation(body, &review, decider))),
+        Webhook::Validate => answer_validation(body, decider),
     };
     answered.unwrap_or_else(|error| Answer::bad_request(&error))
 }

@@ -6,6 +6,9 @@ use super::load::{
 };
 use super::model::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, ValidationAction};
 
+/// The variables declared so far, with what each needs and certainly reads.
+type Declared<'a> = (&'a [(String, Vec<usize>)], &'a [Vec<usize>]);
+
 /// Compiles every expression of `policy`, each against the variables declared
 /// before it, naming the field path of any that fails.
 pub(crate) fn compile_policy(
@@ -27,12 +30,13 @@ pub(crate) fn compile_policy(
     let compile = |compiler: &mut Compiler,
                    field: String,
                    source: &str,
-                   variables: &[(String, Vec<usize>)]| {
+                   (variables, certain): Declared<'_>| {
         compiler
             .compile(
                 source,
                 &Scope {
                     variables,
+                    certain,
                     has_params,
                 },
             )
@@ -48,24 +52,27 @@ pub(crate) fn compile_policy(
             })
     };
     let mut declared: Vec<(String, Vec<usize>)> = Vec::new();
+    let mut certain: Vec<Vec<usize>> = Vec::new();
     let mut variables = Vec::new();
     for (i, variable) in spec.variables.iter().enumerate() {
         let compiled = compile(
             compiler,
             format!("spec.variables[{i}].expression"),
             &variable.expression,
-            &declared,
+            (&declared, &certain),
         )?;
         declared.push((variable.name.clone(), compiled.needs.clone()));
+        certain.push(compiled.certain.clone());
         variables.push((variable.name.clone(), compiled));
     }
+    let declared = (declared.as_slice(), certain.as_slice());
     let mut match_conditions = Vec::new();
     for (i, condition) in spec.match_conditions.iter().enumerate() {
         let compiled = compile(
             compiler,
             format!("spec.matchConditions[{i}].expression"),
             &condition.expression,
-            &declared,
+            declared,
         )?;
         match_conditions.push((condition.name.clone(), compiled));
     }
@@ -75,7 +82,7 @@ pub(crate) fn compile_policy(
             compiler,
             format!("spec.validations[{i}].expression"),
             &validation.expression,
-            &declared,
+            declared,
         )?;
         let message_expression = validation
             .message_expression
@@ -85,7 +92,7 @@ pub(crate) fn compile_policy(
                     compiler,
                     format!("spec.validations[{i}].messageExpression"),
                     source,
-                    &declared,
+                    declared,
                 )
             })
             .transpose()?;
@@ -102,7 +109,7 @@ pub(crate) fn compile_policy(
             compiler,
             format!("spec.auditAnnotations[{i}].valueExpression"),
             &annotation.value_expression,
-            &declared,
+            declared,
         )?;
         audit_annotations.push((annotation.key.clone(), compiled));
     }

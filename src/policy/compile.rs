@@ -49,6 +49,13 @@ pub(crate) struct CompiledExpression {
     /// Indices of the policy variables this expression needs, directly or
     /// through other variables, in declaration order.
     pub(crate) needs: Vec<usize>,
+    /// The part of `needs` that every evaluation reads: variables named
+    /// outside the right operand of `&&`/`||`, the branches of `?:` and the
+    /// bodies of comprehensions (and, transitively, what those variables
+    /// certainly read). Evaluation computes these up front; the rest only
+    /// when an evaluation actually reaches them, as the apiserver's lazy
+    /// variables do.
+    pub(crate) certain: Vec<usize>,
     /// Whether the expression reads `variables` itself (`variables[...]`,
     /// `has(variables.x)`), not only `variables.x`: evaluation then binds the
     /// `variables` map. `variables.x` alone resolves to the binding
@@ -69,6 +76,9 @@ pub(crate) struct Scope<'a> {
     /// Variables declared so far (all of them for validations), with the
     /// variables each of them needs.
     pub(crate) variables: &'a [(String, Vec<usize>)],
+    /// For each variable in `variables`, the variables it certainly reads
+    /// (see [`CompiledExpression::certain`]); missing entries read none.
+    pub(crate) certain: &'a [Vec<usize>],
     /// Whether the policy has a `paramKind`, which declares `params`.
     pub(crate) has_params: bool,
 }
@@ -112,6 +122,8 @@ impl Compiler {
             source,
             locals: Vec::new(),
             needs: Vec::new(),
+            certain: Vec::new(),
+            conditional: 0,
             whole_variables: false,
             program: &program,
         };
@@ -120,10 +132,14 @@ impl Compiler {
         let mut needs = walk.needs;
         needs.sort_unstable();
         needs.dedup();
+        let mut certain = walk.certain;
+        certain.sort_unstable();
+        certain.dedup();
         Ok(CompiledExpression {
             source: source.to_owned(),
             program,
             needs,
+            certain,
             whole_variables,
         })
     }
@@ -165,6 +181,9 @@ struct Walk<'c, 's> {
     source: &'s str,
     locals: Vec<String>,
     needs: Vec<usize>,
+    certain: Vec<usize>,
+    /// How many operands that may not be evaluated enclose the current node.
+    conditional: u32,
     whole_variables: bool,
     program: &'s Program,
 }
@@ -192,7 +211,21 @@ impl Walk<'_, '_> {
         };
         self.needs.push(index);
         self.needs.extend_from_slice(&self.scope.variables[index].1);
+        if self.conditional == 0 {
+            self.certain.push(index);
+            if let Some(certain) = self.scope.certain.get(index) {
+                self.certain.extend_from_slice(certain);
+            }
+        }
         Ok(())
+    }
+
+    /// Checks a node that an evaluation may skip.
+    fn check_conditional(&mut self, expr: &IdedExpr) -> Result<(), CompileIssue> {
+        self.conditional += 1;
+        let result = self.check(expr);
+        self.conditional -= 1;
+        result
     }
 
     fn check(&mut self, expr: &IdedExpr) -> Result<(), CompileIssue> {
@@ -241,7 +274,18 @@ impl Walk<'_, '_> {
                 if let (Some(target), None) = (&call.target, &namespace) {
                     self.check(target)?;
                 }
-                call.args.iter().try_for_each(|arg| self.check(arg))
+                // Only the first operand of `&&`, `||` and `?:` is always
+                // evaluated; every other call evaluates all its arguments.
+                let lazy_rest = call.target.is_none()
+                    && matches!(call.func_name.as_str(), "_&&_" | "_||_" | "_?_:_");
+                for (i, arg) in call.args.iter().enumerate() {
+                    if lazy_rest && i > 0 {
+                        self.check_conditional(arg)?;
+                    } else {
+                        self.check(arg)?;
+                    }
+                }
+                Ok(())
             }
             Expr::Comprehension(comprehension) => {
                 self.check(&comprehension.iter_range)?;
@@ -253,9 +297,9 @@ impl Walk<'_, '_> {
                 }
                 self.locals.push(comprehension.accu_var.clone());
                 let result = self
-                    .check(&comprehension.loop_cond)
-                    .and_then(|()| self.check(&comprehension.loop_step))
-                    .and_then(|()| self.check(&comprehension.result));
+                    .check_conditional(&comprehension.loop_cond)
+                    .and_then(|()| self.check_conditional(&comprehension.loop_step))
+                    .and_then(|()| self.check_conditional(&comprehension.result));
                 self.locals.truncate(depth);
                 result
             }
@@ -352,6 +396,7 @@ mod tests {
             source,
             &Scope {
                 variables: &variables,
+                certain: &[],
                 has_params: false,
             },
         )

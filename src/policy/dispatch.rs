@@ -260,11 +260,8 @@ fn collect_params<'r>(
 }
 
 fn param_label(param: &Value) -> String {
-    let get = |key: &str| {
-        param
-            .pointer(&format!("/metadata/{key}"))
-            .and_then(Value::as_str)
-    };
+    let metadata = param.get("metadata");
+    let get = |key: &str| metadata.and_then(|m| m.get(key)).and_then(Value::as_str);
     match (get("namespace"), get("name")) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (_, name) => name.unwrap_or("").to_owned(),

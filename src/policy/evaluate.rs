@@ -2,9 +2,17 @@
 //! conditions, the validations and the audit annotations, as the apiserver's
 //! `validator.Validate` does, producing decisions the dispatcher applies.
 //!
-//! Variables are computed lazily, at most once per evaluation: before an
-//! expression runs, the variables it needs (known from compile time) that are
-//! not yet computed are evaluated in declaration order.
+//! Variables are computed lazily, at most once per evaluation, as the
+//! apiserver's are: before an expression runs, the variables it reads on
+//! every path (known from compile time) are computed in declaration order;
+//! a variable it reads only on some paths (behind `&&`, `||`, `?:` or in a
+//! comprehension body) is computed when an evaluation reaches it. cel 0.15
+//! cannot call back into the engine in the middle of an evaluation, so
+//! reaching an uncomputed variable stops that run (the resolver notes the
+//! name), the variable is computed, and the expression runs again with the
+//! cost of the stopped run refunded. A policy skipping most of its
+//! validations (`!variables.isBalloon || ...`) thus never computes what only
+//! those validations read.
 
 use super::compile::CompiledExpression;
 use super::json_val::{budget, to_val, JsonObject};
@@ -16,6 +24,7 @@ use cel::common::value::{CowVal, Val};
 use cel::{Context, Env, ExecutionError};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The apiserver's message when the cost budget runs out.
@@ -88,9 +97,43 @@ thread_local! {
 struct Evaluation<'p, 'e> {
     policy: &'p CompiledPolicy,
     context: Context<'e, 'e>,
+    roots: &'e Roots<'e>,
     /// Per variable: not computed yet, computed and bound in the context as
     /// `variables.<name>`, or failed with a message.
     variables: Vec<Option<Result<(), String>>>,
+}
+
+/// What the resolver saw of `variables.<name>` during one run, as bit sets
+/// over variable indices. Only policies with at most 64 variables are
+/// computed on demand; larger ones compute every variable an expression may
+/// read before it runs.
+#[derive(Default)]
+struct VariableReads<'p> {
+    /// The variables, in declaration order; empty when not on demand.
+    names: &'p [(String, CompiledExpression)],
+    computed: AtomicU64,
+    failed: AtomicU64,
+    /// Read but not computed yet: the run must be repeated.
+    demanded: AtomicU64,
+    /// Read after failing: the run's error is the variable's.
+    failed_read: AtomicU64,
+}
+
+impl VariableReads<'_> {
+    fn note(&self, name: &str) {
+        let Some(index) = self.names.iter().position(|(n, _)| n == name) else {
+            return;
+        };
+        let bit = 1u64 << index;
+        if self.computed.load(Ordering::Relaxed) & bit != 0 {
+            return;
+        }
+        if self.failed.load(Ordering::Relaxed) & bit != 0 {
+            self.failed_read.fetch_or(bit, Ordering::Relaxed);
+        } else {
+            self.demanded.fetch_or(bit, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Evaluates `policy` once, against `bindings`.
@@ -99,12 +142,17 @@ pub(crate) fn evaluate(
     env: &Arc<Env>,
     bindings: &Bindings<'_>,
 ) -> EvaluationResult {
+    let on_demand = policy.variables.len() <= 64;
     let roots = Roots {
         object: bindings.object,
         old_object: bindings.old_object,
         request: Some(bindings.request),
         params: bindings.params.map(Json::Value),
         namespace_object: bindings.namespace_object.map(Json::Value),
+        variables: VariableReads {
+            names: if on_demand { &policy.variables } else { &[] },
+            ..VariableReads::default()
+        },
     };
     let mut context = Context::with_env(Arc::clone(env));
     context.set_variable_resolver(&roots);
@@ -114,6 +162,7 @@ pub(crate) fn evaluate(
     let mut evaluation = Evaluation {
         policy,
         context,
+        roots: &roots,
         variables: (0..policy.variables.len()).map(|_| None).collect(),
     };
     evaluation.run()
@@ -136,6 +185,9 @@ struct Roots<'e> {
     request: Option<Json<'e>>,
     params: Option<Json<'e>>,
     namespace_object: Option<Json<'e>>,
+    /// `variables.<name>` is answered by the context's bindings; the
+    /// resolver only notes reads of variables not computed yet.
+    variables: VariableReads<'e>,
 }
 
 impl cel::context::VariableResolver for Roots<'_> {
@@ -147,6 +199,12 @@ impl cel::context::VariableResolver for Roots<'_> {
             "request" => (self.request, true),
             "params" => (self.params, false),
             "namespaceObject" => (self.namespace_object, false),
+            "variables" => {
+                if let (Some(variable), None) = (segments.next(), segments.next()) {
+                    self.variables.note(variable);
+                }
+                return None;
+            }
             _ => return None,
         };
         let Some(mut json) = root else {
@@ -325,68 +383,146 @@ impl<'e> Evaluation<'_, 'e> {
         }
     }
 
-    /// Runs one expression after computing the variables it needs.
+    /// Runs one expression after computing the variables it reads on every
+    /// path; the others are computed when a run reaches them.
     fn eval(&mut self, expression: &CompiledExpression) -> Result<Outcome, EvalError> {
-        self.ensure_variables(&expression.needs)?;
-        if let Some(message) = expression
-            .needs
-            .iter()
-            .find_map(|&i| match &self.variables[i] {
-                Some(Err(message)) => Some(message.clone()),
-                _ => None,
-            })
-        {
-            return Err(EvalError::Expression(message));
+        let up_front = self.up_front(expression);
+        self.ensure_variables(up_front)?;
+        if self.roots.variables.names.is_empty() || expression.whole_variables {
+            if let Some(message) = expression
+                .needs
+                .iter()
+                .find_map(|&i| match &self.variables[i] {
+                    Some(Err(message)) => Some(message.clone()),
+                    _ => None,
+                })
+            {
+                return Err(EvalError::Expression(message));
+            }
         }
         if expression.whole_variables {
             self.bind_variables_map();
         }
-        let value = cel::Value::resolve_val(expression.program.expression(), &self.context)
-            .map_err(|error| classify(expression, &error))?;
-        Ok(match value.get_type().kind() {
-            Kind::Boolean => {
-                Outcome::Bool(value.downcast_ref::<CelBool>().is_some_and(|b| *b.inner()))
+        self.run_to_end(expression, |value: CowVal<'_, 'e>| {
+            match value.get_type().kind() {
+                Kind::Boolean => {
+                    Outcome::Bool(value.downcast_ref::<CelBool>().is_some_and(|b| *b.inner()))
+                }
+                Kind::String => Outcome::String(
+                    value
+                        .downcast_ref::<CelString>()
+                        .map(|s| s.inner().to_owned())
+                        .unwrap_or_default(),
+                ),
+                Kind::NullType => Outcome::Null,
+                _ => Outcome::Other(value.get_type().name().to_owned()),
             }
-            Kind::String => Outcome::String(
-                value
-                    .downcast_ref::<CelString>()
-                    .map(|s| s.inner().to_owned())
-                    .unwrap_or_default(),
-            ),
-            Kind::NullType => Outcome::Null,
-            _ => Outcome::Other(value.get_type().name().to_owned()),
         })
+    }
+
+    /// The variables computed before `expression` runs: all it may read when
+    /// they are not computed on demand or it reads `variables` as a whole.
+    fn up_front<'x>(&self, expression: &'x CompiledExpression) -> &'x [usize] {
+        if self.roots.variables.names.is_empty() || expression.whole_variables {
+            &expression.needs
+        } else {
+            &expression.certain
+        }
+    }
+
+    /// Runs `expression` until no run stops at an uncomputed variable.
+    fn run_to_end<T>(
+        &mut self,
+        expression: &CompiledExpression,
+        convert: impl Fn(CowVal<'_, 'e>) -> T,
+    ) -> Result<T, EvalError> {
+        let reads = &self.roots.variables;
+        loop {
+            reads.demanded.store(0, Ordering::Relaxed);
+            reads.failed_read.store(0, Ordering::Relaxed);
+            let before = budget::remaining();
+            let result = cel::Value::resolve_val(expression.program.expression(), &self.context)
+                .map(&convert);
+            let demanded = reads.demanded.load(Ordering::Relaxed);
+            let failed_read = reads.failed_read.load(Ordering::Relaxed);
+            match result {
+                Ok(value) => {
+                    // A read whose error `||`/`&&` absorbed: the apiserver
+                    // computes (and charges) it all the same.
+                    self.ensure_mask(demanded)?;
+                    return Ok(value);
+                }
+                Err(error) if demanded != 0 && budget::exhausted().is_none() => {
+                    let stopped_run = before.saturating_sub(budget::remaining());
+                    drop(error);
+                    self.ensure_mask(demanded)?;
+                    budget::refund(stopped_run);
+                }
+                Err(error) => {
+                    if failed_read != 0 && budget::exhausted().is_none() {
+                        let first = failed_read.trailing_zeros() as usize;
+                        if let Some(Some(Err(message))) = self.variables.get(first) {
+                            return Err(EvalError::Expression(message.clone()));
+                        }
+                    }
+                    return Err(classify(expression, &error));
+                }
+            }
+        }
+    }
+
+    fn ensure_mask(&mut self, mut mask: u64) -> Result<(), EvalError> {
+        while mask != 0 {
+            let index = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            self.ensure_variable(index)?;
+        }
+        Ok(())
     }
 
     fn ensure_variables(&mut self, needs: &[usize]) -> Result<(), EvalError> {
         for &index in needs {
-            if self.variables[index].is_some() {
-                continue;
-            }
-            let (name, expression) = &self.policy.variables[index];
-            #[cfg(test)]
-            VARIABLE_EVALUATIONS.with(|c| c.set(c.get() + 1));
-            if expression.whole_variables {
-                self.bind_variables_map();
-            }
-            let value =
-                match cel::Value::resolve_val(expression.program.expression(), &self.context) {
-                    Ok(value) => Ok(value.into_owned()),
-                    Err(error) => match classify(expression, &error) {
-                        EvalError::Budget(message) => return Err(EvalError::Budget(message)),
-                        EvalError::Expression(message) => {
-                            Err(format!("variable '{name}': {message}"))
-                        }
-                    },
-                };
-            // Later variables in `needs` may read this one: `variables.name`
-            // resolves to this binding (the longest bound prefix wins).
-            let state = value.map(|value| {
-                self.context
-                    .add_variable_as_val(self.policy.variable_bindings[index].as_str(), value);
-            });
-            self.variables[index] = Some(state);
+            self.ensure_variable(index)?;
         }
+        Ok(())
+    }
+
+    fn ensure_variable(&mut self, index: usize) -> Result<(), EvalError> {
+        if self.variables[index].is_some() {
+            return Ok(());
+        }
+        let policy = self.policy;
+        let (name, expression) = &policy.variables[index];
+        self.ensure_variables(self.up_front(expression))?;
+        #[cfg(test)]
+        VARIABLE_EVALUATIONS.with(|c| c.set(c.get() + 1));
+        if expression.whole_variables {
+            self.bind_variables_map();
+        }
+        let value = match self.run_to_end(expression, |value: CowVal<'_, 'e>| value.into_owned()) {
+            Ok(value) => Ok(value),
+            Err(EvalError::Budget(message)) => return Err(EvalError::Budget(message)),
+            Err(EvalError::Expression(message)) => Err(format!("variable '{name}': {message}")),
+        };
+        // Later variables may read this one: `variables.name` resolves to
+        // this binding (the longest bound prefix wins).
+        let bit = 1u64.checked_shl(index as u32).unwrap_or(0);
+        let state = match value {
+            Ok(value) => {
+                self.context
+                    .add_variable_as_val(policy.variable_bindings[index].as_str(), value);
+                self.roots
+                    .variables
+                    .computed
+                    .fetch_or(bit, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(message) => {
+                self.roots.variables.failed.fetch_or(bit, Ordering::Relaxed);
+                Err(message)
+            }
+        };
+        self.variables[index] = Some(state);
         Ok(())
     }
 

@@ -365,6 +365,24 @@ pub(crate) mod budget {
         })
     }
 
+    /// The units left on the current meter (`u64::MAX` without one).
+    pub(crate) fn remaining() -> u64 {
+        CURRENT.with(|c| c.get().map_or(u64::MAX, |meter| meter.remaining))
+    }
+
+    /// Gives back `units` charged by work whose result was thrown away and
+    /// that is done again; an exhausted meter stays exhausted.
+    pub(crate) fn refund(units: u64) {
+        CURRENT.with(|c| {
+            if let Some(mut meter) = c.get() {
+                if meter.exhausted.is_none() {
+                    meter.remaining = meter.remaining.saturating_add(units);
+                    c.set(Some(meter));
+                }
+            }
+        });
+    }
+
     /// Whether (and why) the current meter ran out, checking the deadline now.
     pub(crate) fn exhausted() -> Option<Exhaustion> {
         CURRENT.with(|c| {

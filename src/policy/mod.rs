@@ -25,6 +25,7 @@ pub use dispatch::{
 pub use load::{EvaluationLimits, ExpressionError, PolicyLoadError, PolicySet};
 pub use model::LabelSelector;
 pub use request::{AdmissionRequestInput, LazyReview, RequestInputError};
+pub(crate) use request::{Json, Shape};
 
 /// The cluster state policies read: namespaces and param objects.
 ///

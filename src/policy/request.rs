@@ -36,6 +36,7 @@ use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Number, Value};
+use std::cell::Cell;
 use std::sync::OnceLock;
 use thiserror::Error;
 
@@ -68,6 +69,9 @@ pub struct LazyReview<'a> {
     /// `request`, `request.object` and `request.oldObject` as `Value`s, for
     /// the `&Value` accessors of [`AdmissionRequestInput`]; built on demand.
     values: [OnceLock<Value>; 3],
+    /// Whether an object parsed at load repeated a key (the view keeps the
+    /// last value, as `Value` does; a typed parse of the envelope rejects it).
+    duplicate_keys: bool,
 }
 
 impl<'a> LazyReview<'a> {
@@ -86,9 +90,11 @@ impl<'a> LazyReview<'a> {
             }
         };
         let mut deserializer = serde_json::Deserializer::from_str(text);
+        let duplicates = Cell::new(false);
         let parsed = NodeSeed {
             depth: EAGER_DEPTH,
             base: text,
+            duplicates: &duplicates,
         }
         .deserialize(&mut deserializer)?;
         deserializer.end()?;
@@ -96,7 +102,19 @@ impl<'a> LazyReview<'a> {
             text,
             root: LazyNode::parsed(parsed),
             values: Default::default(),
+            duplicate_keys: duplicates.get(),
         })
+    }
+
+    /// The whole review, for reading its envelope.
+    pub(crate) fn root(&self) -> Json<'_> {
+        Json::Lazy(&self.root, self.text)
+    }
+
+    /// Whether an object parsed at load (the review, the request, the
+    /// objects and their top-level fields) repeated a key.
+    pub(crate) fn has_duplicate_keys(&self) -> bool {
+        self.duplicate_keys
     }
 }
 
@@ -173,6 +191,7 @@ impl LazyNode {
             NodeSeed {
                 depth: LAZY_DEPTH,
                 base,
+                duplicates: &Cell::new(false),
             }
             .deserialize(&mut deserializer)
             .unwrap_or(Parsed::Invalid)
@@ -215,6 +234,8 @@ impl LazyNode {
 struct NodeSeed<'a> {
     depth: u32,
     base: &'a str,
+    /// Set when an object repeats a key.
+    duplicates: &'a Cell<bool>,
 }
 
 impl<'de> DeserializeSeed<'de> for NodeSeed<'_> {
@@ -232,7 +253,11 @@ impl<'de> DeserializeSeed<'de> for ChildSeed<'_> {
     type Value = LazyNode;
 
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<LazyNode, D::Error> {
-        let NodeSeed { depth, base } = self.0;
+        let NodeSeed {
+            depth,
+            base,
+            duplicates,
+        } = self.0;
         if depth == 0 {
             let raw = <&RawValue>::deserialize(deserializer)?;
             let span = match Text::of(raw.get(), base) {
@@ -255,6 +280,7 @@ impl<'de> DeserializeSeed<'de> for ChildSeed<'_> {
                 NodeSeed {
                     depth: depth - 1,
                     base,
+                    duplicates,
                 }
                 .deserialize(deserializer)?,
             ))
@@ -364,6 +390,7 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
             let same = later.0.get(base) == earlier.0.get(base);
             if same {
                 std::mem::swap(&mut later.1, &mut earlier.1);
+                self.duplicates.set(true);
             }
             same
         });
