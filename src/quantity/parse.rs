@@ -54,10 +54,6 @@ fn split(s: &str) -> Result<Parts<'_>, QuantityError> {
         denom = &s[ds..pos];
     }
     let suffix_start = pos;
-    // A suffix needs a number before it: apimachinery rejects "Mi".
-    if suffix_start < end && !b[..suffix_start].iter().any(u8::is_ascii_digit) {
-        return Err(QuantityError::FormatWrong(s.to_owned()));
-    }
     while pos < end && b"eEinumkKMGTP".contains(&b[pos]) {
         pos += 1;
     }
