@@ -77,6 +77,10 @@ pub(crate) fn pow10(n: u32) -> Option<i128> {
 }
 
 fn digit_count(mut v: u128) -> u32 {
+    if let Ok(small) = u64::try_from(v) {
+        // Without 128-bit division: comparisons and every normalization call this.
+        return small.checked_ilog10().unwrap_or(0) + 1;
+    }
     let mut n = 1;
     while v >= 10 {
         v /= 10;
@@ -168,6 +172,20 @@ impl Quantity {
     }
 
     fn scaled_value(&self, shift: i64) -> i64 {
+        // The common case in 64-bit arithmetic: an i64 mantissa and a scale
+        // within 10^18 (CPU in milli-units, memory in bytes).
+        if let Ok(m) = i64::try_from(self.mantissa) {
+            let e = i64::from(self.exponent) + shift;
+            if (0..=18).contains(&e) {
+                if let Some(v) = m.checked_mul(10i64.pow(e as u32)) {
+                    return v;
+                }
+            } else if (-18..0).contains(&e) {
+                let p = 10i64.pow((-e) as u32);
+                let (q, r) = (m / p, m % p);
+                return if r == 0 { q } else { q + m.signum() };
+            }
+        }
         let saturate = |neg: bool| if neg { i64::MIN } else { i64::MAX };
         let neg = self.mantissa < 0;
         let e = i64::from(self.exponent) + shift;
@@ -281,10 +299,15 @@ impl Quantity {
                 exp += 1;
             }
             const BIN: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-            return format!("{v}{}", BIN[exp]);
+            let mut text = itoa::Buffer::new().format(v).to_owned();
+            text.push_str(BIN[exp]);
+            return text;
         }
         // Lower the exponent to a multiple of three by appending zeros.
-        let mut digits = self.mantissa.to_string();
+        let mut digits = match i64::try_from(self.mantissa) {
+            Ok(small) => itoa::Buffer::new().format(small).to_owned(),
+            Err(_) => self.mantissa.to_string(),
+        };
         let mut exp = i64::from(self.exponent);
         let pad = exp.rem_euclid(3);
         for _ in 0..pad {
@@ -306,7 +329,10 @@ impl Quantity {
             _ => None,
         };
         match suffix {
-            Some(s) => format!("{digits}{s}"),
+            Some(s) => {
+                digits.push_str(s);
+                digits
+            }
             // No SI suffix this large/small: exponent notation keeps the magnitude.
             None => format!("{digits}e{exp}"),
         }

@@ -271,7 +271,7 @@ fn mutate(pod: &Value, vpa: &VpaPolicy, ranges: &[LimitRangeItem]) -> Option<jso
         ranges,
         MissingNodeRecommendation::Aggregate,
     );
-    Some(json_patch::Patch(m.patch))
+    Some(json_patch::Patch(m.patch.operations()))
 }
 
 /// Every string the patch writes under a `resources` path parses.

@@ -63,15 +63,7 @@ pub(super) fn decide_mutation(
         ..Verdict::default()
     };
     if !mutation.patch.is_empty() {
-        match serde_json::to_vec(&mutation.patch) {
-            Ok(bytes) => verdict.patch = Some(bytes),
-            Err(error) => {
-                verdict.warnings.push(format!(
-                    "nodescope: cannot encode patch: {error}; left unchanged"
-                ));
-                return (verdict, true);
-            }
-        }
+        verdict.patch = Some(mutation.patch.to_json());
     }
     (verdict, false)
 }

@@ -7,23 +7,23 @@
 //! CPU is computed in milli-units and memory in whole units with `i128`
 //! intermediates, like upstream's `big.Int`.
 
-use std::collections::BTreeMap;
-
 use crate::quantity::Quantity;
 
-use super::recommendation::{ContainerPolicy, ControlledValues, LimitRangeItem, ResourceList};
+use super::recommendation::{
+    resource_name, ContainerPolicy, ControlledValues, LimitRangeItem, ResourceList,
+};
 
 pub(crate) const CPU: &str = "cpu";
 pub(crate) const MEMORY: &str = "memory";
 
 /// A container's current requests or limits, parsed.
-pub(crate) type Current = BTreeMap<String, Quantity>;
+pub(crate) type Current = ResourceList;
 
 fn zero() -> Quantity {
     Quantity::from_i64(0, crate::quantity::Format::DecimalSI)
 }
 
-fn get<'q>(list: &'q BTreeMap<String, Quantity>, name: &str) -> Option<&'q Quantity> {
+fn get<'q>(list: &'q ResourceList, name: &str) -> Option<&'q Quantity> {
     list.get(name)
 }
 
@@ -143,7 +143,7 @@ fn boundary_list(
                 get(boundary, r),
                 get(default, r),
             );
-            (r.to_owned(), q)
+            (resource_name(r), q)
         })
         .collect()
 }
@@ -185,9 +185,11 @@ pub(crate) fn cap_container(
         let mut min = boundary_list(requests, limits, &lr.min, &lr.default);
         for r in [CPU, MEMORY] {
             if let Some(m) = lr.min.get(r) {
-                let slot = min.entry(r.to_owned()).or_insert_with(zero);
-                if m > slot {
-                    *slot = m.clone();
+                match min.get_mut(r) {
+                    Some(slot) if m > slot => *slot = m.clone(),
+                    Some(_) => {}
+                    None if *m > zero() => min.insert(resource_name(r), m.clone()),
+                    None => min.insert(resource_name(r), zero()),
                 }
             }
         }
@@ -245,7 +247,7 @@ pub(crate) fn proportional_limits(
             get(default_limit, r),
         );
         if let Some(l) = limit {
-            out.insert(r.to_owned(), l);
+            out.insert(resource_name(r), l);
         }
         notes.extend(note);
     }

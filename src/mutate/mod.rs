@@ -14,17 +14,17 @@ mod capping;
 pub mod pod;
 pub mod recommendation;
 
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, PatchOperation};
-use serde_json::Value;
+pub mod patch;
+
+pub use self::patch::{Patch, PatchValue};
 
 use crate::quantity::Quantity;
 
 use self::capping::{Current, PodMember};
 use self::pod::{ContainerView, PodView, ResourceTexts};
 use self::recommendation::{
-    effective_limit_range, ContainerMode, ControlledValues, LimitKind, LimitRangeItem,
-    RecommendationRow, ResourceList, VpaPolicy,
+    effective_limit_range, resource_name, ContainerMode, ControlledValues, LimitKind,
+    LimitRangeItem, RecommendationRow, ResourceList, VpaPolicy,
 };
 
 /// Annotation listing the containers VPA saw (upstream `vpaObservedContainers`).
@@ -47,7 +47,7 @@ pub enum MissingNodeRecommendation {
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Mutation {
     /// `add` operations to return as the admission patch (may be empty).
-    pub patch: Vec<PatchOperation>,
+    pub patch: Patch,
     /// Conditions worth surfacing as admission warnings; never fatal.
     pub warnings: Vec<String>,
 }
@@ -77,7 +77,7 @@ pub fn mutate_pod(
         Some(recs) => plan_containers(pod, vpa, recs, limit_ranges, &mut warnings),
         None => Vec::new(),
     };
-    let mut patch = Vec::new();
+    let mut patch = Patch::default();
     for plan in &plans {
         if let Some(c) = pod.spec.containers.get(plan.index) {
             container_ops(c, plan, &mut patch);
@@ -128,9 +128,7 @@ fn parse_list(
     let mut out = Current::new();
     for (name, text) in texts.into_iter().flatten() {
         match Quantity::parse(&text.0) {
-            Ok(q) => {
-                out.insert(name.to_string(), q);
-            }
+            Ok(q) => out.insert(resource_name(name), q),
             Err(e) => {
                 warnings.push(format!(
                     "container {container:?}: resources.{field}[{:?}]: {e}; container left unchanged",
@@ -171,7 +169,7 @@ fn plan_containers(
         let target: ResourceList = recs
             .target(name)
             .filter(|(r, _)| controlled.iter().any(|c| c == r))
-            .map(|(r, q)| (r.to_owned(), q))
+            .map(|(r, q)| (resource_name(r), q))
             .collect();
         if target.is_empty() {
             continue;
@@ -238,76 +236,82 @@ fn plan_containers(
         .collect()
 }
 
-fn add(path: PointerBuf, value: Value) -> PatchOperation {
-    PatchOperation::Add(AddOperation { path, value })
-}
-
-fn container_path(index: usize, rest: &[&str]) -> PointerBuf {
-    let mut p = PointerBuf::from_tokens(["spec", "containers"]);
-    p.push_back(index);
-    for t in rest {
-        p.push_back(*t);
+/// `/spec/containers/<index>` and the given tokens, escaped per RFC 6901.
+fn container_path(index: usize, rest: &[&str]) -> String {
+    let mut path = String::with_capacity(48);
+    path.push_str("/spec/containers/");
+    path.push_str(itoa::Buffer::new().format(index));
+    for token in rest {
+        patch::push_token(&mut path, token);
     }
-    p
+    path
 }
 
 /// Adds the values that differ from the pod, creating maps only when needed.
-fn container_ops(c: &ContainerView<'_>, plan: &Plan, patch: &mut Vec<PatchOperation>) {
+fn container_ops(c: &ContainerView<'_>, plan: &Plan, patch: &mut Patch) {
     let mut resources_created = c.resources.is_some();
     for (field, wanted, current) in [
         ("requests", &plan.requests, c.requests()),
         ("limits", &plan.limits, c.limits()),
     ] {
-        let changes: Vec<(&String, &Quantity)> = wanted
-            .iter()
-            .filter(|(r, q)| {
-                current.and_then(|m| m.get(r.as_str())).map(|t| &*t.0) != Some(&q.to_string())
-            })
-            .collect();
-        if changes.is_empty() {
-            continue;
-        }
-        if !resources_created {
-            patch.push(add(
-                container_path(plan.index, &["resources"]),
-                Value::Object(Default::default()),
-            ));
-            resources_created = true;
-        }
-        if current.is_none() {
-            patch.push(add(
-                container_path(plan.index, &["resources", field]),
-                Value::Object(Default::default()),
-            ));
-        }
-        for (r, q) in changes {
-            patch.push(add(
+        let mut map_created = current.is_some();
+        for (r, q) in wanted {
+            let text = q.to_string();
+            if current.and_then(|m| m.get(r)).map(|t| &*t.0) == Some(text.as_str()) {
+                continue;
+            }
+            if !resources_created {
+                patch.add(
+                    container_path(plan.index, &["resources"]),
+                    PatchValue::Map(Vec::new()),
+                );
+                resources_created = true;
+            }
+            if !map_created {
+                patch.add(
+                    container_path(plan.index, &["resources", field]),
+                    PatchValue::Map(Vec::new()),
+                );
+                map_created = true;
+            }
+            patch.add(
                 container_path(plan.index, &["resources", field, r]),
-                Value::String(q.to_string()),
-            ));
+                PatchValue::Text(text),
+            );
         }
     }
 }
 
 /// The `vpaUpdates` text, worded like upstream `CalculatePatches`.
 fn updates_annotation(vpa: &VpaPolicy, plans: &[Plan]) -> Option<String> {
-    let entries: Vec<String> = plans
+    let mut text = String::new();
+    for (n, p) in plans
         .iter()
         .filter(|p| !p.requests.is_empty() || !p.limits.is_empty())
-        .map(|p| {
-            let mut parts = p.notes.clone();
-            parts.extend(p.requests.keys().map(|r| format!("{r} request")));
-            parts.extend(p.limits.keys().map(|r| format!("{r} limit")));
-            format!("container {}: {}", p.index, parts.join(", "))
-        })
-        .collect();
-    (!entries.is_empty()).then(|| {
-        format!(
-            "Pod resources updated by {}: {}",
-            vpa.name,
-            entries.join("; ")
-        )
-    })
+        .enumerate()
+    {
+        if n == 0 {
+            text.push_str("Pod resources updated by ");
+            text.push_str(&vpa.name);
+            text.push_str(": ");
+        } else {
+            text.push_str("; ");
+        }
+        text.push_str("container ");
+        text.push_str(itoa::Buffer::new().format(p.index));
+        text.push_str(": ");
+        let parts = p.notes.iter().map(String::as_str).map(|n| (n, ""));
+        let requests = p.requests.keys().map(|r| (r, " request"));
+        let limits = p.limits.keys().map(|r| (r, " limit"));
+        for (i, (part, tail)) in parts.chain(requests).chain(limits).enumerate() {
+            if i > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(part);
+            text.push_str(tail);
+        }
+    }
+    (!text.is_empty()).then_some(text)
 }
 
 fn annotation_ops(
@@ -315,9 +319,15 @@ fn annotation_ops(
     vpa: &VpaPolicy,
     plans: &[Plan],
     resources_changed: bool,
-    patch: &mut Vec<PatchOperation>,
+    patch: &mut Patch,
 ) {
-    let observed: Vec<&str> = pod.spec.containers.iter().map(|c| &*c.name).collect();
+    let mut observed = String::new();
+    for (i, c) in pod.spec.containers.iter().enumerate() {
+        if i > 0 {
+            observed.push_str(", ");
+        }
+        observed.push_str(&c.name);
+    }
     // Upstream order: the updates annotation, then the observed containers.
     let mut wanted: Vec<(&str, String)> = Vec::with_capacity(2);
     if let Some(text) = updates_annotation(vpa, plans) {
@@ -327,20 +337,17 @@ fn annotation_ops(
             wanted.push((UPDATES_ANNOTATION, text));
         }
     }
-    wanted.push((OBSERVED_CONTAINERS_ANNOTATION, observed.join(", ")));
-    let root = PointerBuf::from_tokens(["metadata", "annotations"]);
+    wanted.push((OBSERVED_CONTAINERS_ANNOTATION, observed));
     if pod.metadata.annotations.is_none() {
-        let map = wanted
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), Value::String(v)));
-        patch.push(add(root, Value::Object(map.collect())));
+        let map = wanted.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        patch.add("/metadata/annotations".to_owned(), PatchValue::Map(map));
         return;
     }
     for (key, value) in wanted {
         if pod.annotation(key) != Some(value.as_str()) {
-            let mut path = root.clone();
-            path.push_back(key);
-            patch.push(add(path, Value::String(value)));
+            let mut path = String::from("/metadata/annotations");
+            patch::push_token(&mut path, key);
+            patch.add(path, PatchValue::Text(value));
         }
     }
 }

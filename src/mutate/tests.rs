@@ -74,7 +74,7 @@ fn patch_json(m: &Mutation) -> Value {
 pub(super) fn assert_idempotent(pod: &Value, vpa: &VpaPolicy, lrs: &[LimitRangeItem]) -> Value {
     let first = run(pod, vpa, lrs, MissingNodeRecommendation::Aggregate);
     let mut patched = pod.clone();
-    json_patch::patch(&mut patched, &first.patch).unwrap_or_else(|e| panic!("{e}"));
+    json_patch::patch(&mut patched, &first.patch.operations()).unwrap_or_else(|e| panic!("{e}"));
     let second = run(&patched, vpa, lrs, MissingNodeRecommendation::Aggregate);
     assert_eq!(patch_json(&second), json!([]), "second pass over {patched}");
     patched
@@ -450,7 +450,7 @@ fn a_negative_request_is_scaled_without_panicking() {
     let v = vpa(vec![rec("c1", &[("cpu", "3915027716m")])], vec![]);
     let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
     let mut patched = p.clone();
-    json_patch::patch(&mut patched, &m.patch).unwrap_or_else(|e| panic!("{e}"));
+    json_patch::patch(&mut patched, &m.patch.operations()).unwrap_or_else(|e| panic!("{e}"));
     let res = &patched["spec"]["containers"][0]["resources"];
     assert_eq!(res["requests"]["cpu"], "3915027716m");
     let limit = Quantity::parse(res["limits"]["cpu"].as_str().unwrap_or_default());

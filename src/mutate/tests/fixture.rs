@@ -39,7 +39,7 @@ fn mutates_the_captured_daemonset_pod_for_its_node() {
 
     let review: Value = serde_json::from_slice(&body).unwrap_or_default();
     let mut object = review["request"]["object"].clone();
-    json_patch::patch(&mut object, &m.patch).unwrap_or_else(|e| panic!("{e}"));
+    json_patch::patch(&mut object, &m.patch.operations()).unwrap_or_else(|e| panic!("{e}"));
     let res = |i: usize| object["spec"]["containers"][i]["resources"].clone();
     assert_eq!(res(0)["requests"]["cpu"], "204m");
     assert_eq!(res(0)["requests"]["memory"], "360Mi");
