@@ -72,6 +72,17 @@ pub fn mutate_pod(
     missing: MissingNodeRecommendation,
 ) -> Mutation {
     let mut warnings = Vec::new();
+    // Reinvocation (`reinvocationPolicy: IfNeeded`) shows the webhook its own
+    // output. Upstream's arithmetic floors at LimitRange boundaries and
+    // saturates at int64, so recomputing from already-patched values can move
+    // them by a rounding step; a pod this VPA already resized is therefore
+    // left as it is, which makes every second pass a no-op while the first
+    // stays exactly upstream's.
+    if resized_by(pod, vpa) {
+        let mut patch = Patch::default();
+        annotation_ops(pod, vpa, &[], false, &mut patch);
+        return Mutation { patch, warnings };
+    }
     let recs = select_recommendations(vpa, node, missing, &mut warnings);
     let plans = match recs {
         Some(recs) => plan_containers(pod, vpa, recs, limit_ranges, &mut warnings),
@@ -86,6 +97,14 @@ pub fn mutate_pod(
     let resources_changed = !patch.is_empty();
     annotation_ops(pod, vpa, &plans, resources_changed, &mut patch);
     Mutation { patch, warnings }
+}
+
+/// Whether the pod's `vpaUpdates` annotation says `vpa` resized it.
+fn resized_by(pod: &PodView<'_>, vpa: &VpaPolicy) -> bool {
+    pod.annotation(UPDATES_ANNOTATION)
+        .and_then(|text| text.strip_prefix("Pod resources updated by "))
+        .and_then(|rest| rest.strip_prefix(vpa.name.as_str()))
+        .is_some_and(|rest| rest.starts_with(": "))
 }
 
 fn select_recommendations<'v>(

@@ -459,13 +459,10 @@ fn a_negative_request_is_scaled_without_panicking() {
 
 /// Found by the property tests: upstream's LimitRange max capping floors
 /// twice (the boundary request, then the limit scaled from it; for a Pod
-/// LimitRange, every container's share of the total), so the patched pod
-/// has a slightly different limit/request ratio and a second pass
-/// (reinvocation, `reinvocationPolicy: IfNeeded`) moves values by a rounding
-/// step. Fixing it means departing from upstream's arithmetic; left to a
-/// design decision.
+/// LimitRange, every container's share of the total), so recomputing from
+/// the patched pod would move values by a rounding step. The second pass
+/// sees this VPA's `vpaUpdates` and leaves the pod alone.
 #[test]
-#[ignore = "known: not idempotent after container LimitRange max capping"]
 fn a_second_pass_after_limit_range_max_capping_changes_nothing() {
     let p = pod(json!([
         {"name": "c1", "resources": {"requests": {"cpu": "4780m"}, "limits": {"cpu": "11687m"}}}
@@ -477,7 +474,6 @@ fn a_second_pass_after_limit_range_max_capping_changes_nothing() {
 
 /// The Pod LimitRange case: c1's 1m share of the pod total floors to "0".
 #[test]
-#[ignore = "known: not idempotent after Pod LimitRange max capping"]
 fn a_second_pass_after_pod_limit_range_max_capping_changes_nothing() {
     let p = pod(json!([
         {"name": "c1", "resources": {"requests": {"cpu": "1m"}}},
@@ -497,12 +493,45 @@ fn a_second_pass_after_pod_limit_range_max_capping_changes_nothing() {
 /// "request == limit" branch and rewrites the limit. Only reachable with
 /// requests above 9.2e15 cores.
 #[test]
-#[ignore = "known: not idempotent once a cpu limit saturates at int64 milli-units"]
 fn a_second_pass_after_an_int64_capped_limit_changes_nothing() {
     let p = pod(json!([{"name": "c1", "resources": {
         "requests": {"cpu": "1m"}, "limits": {"cpu": "2"}}}]));
     let v = vpa(vec![rec("c1", &[("cpu", "8732346881675328309")])], vec![]);
     assert_idempotent(&p, &v, &[]);
+}
+
+/// What makes reinvocation a no-op: a pod already resized by this VPA keeps
+/// its values even when the recommendation would now say otherwise; one
+/// resized by another VPA (a renamed or replaced one) is resized again.
+#[test]
+fn a_pod_this_vpa_already_resized_is_left_alone_and_another_vpas_mark_is_not_enough() {
+    let resized = |by: &str| {
+        json!({"metadata": {"annotations": {
+            "vpaUpdates": format!("Pod resources updated by {by}: container 0: cpu request"),
+            "vpaObservedContainers": "c1"}},
+         "spec": {"containers": [{"name": "c1", "resources": {"requests": {"cpu": "100m"}}}]}})
+    };
+    let v = vpa(vec![rec("c1", &[("cpu", "250m")])], vec![]);
+    let m = run(
+        &resized("node-exporter"),
+        &v,
+        &[],
+        MissingNodeRecommendation::LeaveUnchanged,
+    );
+    assert_eq!(patch_json(&m), json!([]));
+    let m = run(
+        &resized("node-exporter-old"),
+        &v,
+        &[],
+        MissingNodeRecommendation::LeaveUnchanged,
+    );
+    assert_eq!(
+        patch_json(&m),
+        json!([
+            add("/spec/containers/0/resources/requests/cpu", json!("250m")),
+            updates("container 0: cpu request"),
+        ])
+    );
 }
 
 mod fixture;
