@@ -21,7 +21,7 @@ pub use self::patch::{Patch, PatchValue};
 use crate::quantity::Quantity;
 
 use self::capping::{Current, PodMember};
-use self::pod::{ContainerView, PodView, ResourceTexts};
+use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
 use self::recommendation::{
     effective_limit_range, resource_name, ContainerMode, ControlledValues, LimitKind,
     LimitRangeItem, RecommendationRow, ResourceList, VpaPolicy,
@@ -145,7 +145,7 @@ fn parse_list(
     warnings: &mut Vec<String>,
 ) -> Option<Current> {
     let mut out = Current::new();
-    for (name, text) in texts.into_iter().flatten() {
+    for (name, text) in texts.into_iter().flat_map(JsonMap::iter) {
         match Quantity::parse(&text.0) {
             Ok(q) => out.insert(resource_name(name), q),
             Err(e) => {

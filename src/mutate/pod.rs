@@ -7,7 +7,6 @@
 //! when JSON escapes force it.
 
 use std::borrow::{Borrow, Cow};
-use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Deref;
 
@@ -101,8 +100,58 @@ impl<'de: 'a, 'a> Deserialize<'de> for QuantityText<'a> {
     }
 }
 
+/// A JSON object kept as its entries in document order.
+///
+/// Pods carry a handful of labels, annotations and resources; a vector with a
+/// linear lookup parses and reads them without the node allocations of a
+/// tree. Like a map built by inserting in order, a repeated key's last value
+/// wins.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JsonMap<K, V>(pub Vec<(K, V)>);
+
+impl<K: Borrow<str>, V> JsonMap<K, V> {
+    /// The value of `key` (the last one if the key repeats).
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(k, _)| k.borrow() == key)
+            .map(|(_, v)| v)
+    }
+
+    /// Entries in document order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.0.iter().map(|(k, v)| (k, v))
+    }
+
+    /// Whether the object has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for JsonMap<K, V> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit<K, V>(std::marker::PhantomData<(K, V)>);
+        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for Visit<K, V> {
+            type Value = JsonMap<K, V>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4).min(16));
+                while let Some(entry) = map.next_entry()? {
+                    entries.push(entry);
+                }
+                Ok(JsonMap(entries))
+            }
+        }
+        d.deserialize_map(Visit(std::marker::PhantomData))
+    }
+}
+
 /// Resource name to quantity text, as in `resources.requests`.
-pub type ResourceTexts<'a> = BTreeMap<Str<'a>, QuantityText<'a>>;
+pub type ResourceTexts<'a> = JsonMap<Str<'a>, QuantityText<'a>>;
 
 /// The pod fields nodescope reads; see the module docs for why it is partial.
 #[derive(Debug, Default, Deserialize)]
@@ -131,10 +180,10 @@ pub struct PodMeta<'a> {
     pub namespace: Option<Str<'a>>,
     /// `None` when the object has no labels map.
     #[serde(borrow)]
-    pub labels: Option<BTreeMap<Str<'a>, Str<'a>>>,
+    pub labels: Option<JsonMap<Str<'a>, Str<'a>>>,
     /// `None` means the patch must create the map before adding keys.
     #[serde(borrow)]
-    pub annotations: Option<BTreeMap<Str<'a>, Str<'a>>>,
+    pub annotations: Option<JsonMap<Str<'a>, Str<'a>>>,
     /// Used to find the controlling DaemonSet.
     #[serde(borrow)]
     pub owner_references: Option<Vec<OwnerReference<'a>>>,

@@ -2,7 +2,7 @@
 //! watch time: every quantity is parsed here so a request never parses one.
 
 use super::crd::{ResourceTexts, VpaSpec};
-use crate::mutate::pod::{QuantityText, Str};
+use crate::mutate::pod::{JsonMap, QuantityText, Str};
 use crate::mutate::recommendation::{
     ContainerMode, ContainerPolicy, ControlledValues, LimitKind, LimitRangeItem,
     RecommendationTable, ResourceList, TableBuilder, UpdateMode, VpaPolicy,
@@ -122,7 +122,7 @@ struct ContainerDoc<'a> {
     #[serde(borrow)]
     container_name: Str<'a>,
     #[serde(borrow)]
-    target: Option<Entries<Str<'a>, QuantityText<'a>>>,
+    target: Option<JsonMap<Str<'a>, QuantityText<'a>>>,
 }
 
 /// Shares one allocation per distinct node name across every VPA of a load:
@@ -171,34 +171,6 @@ fn fill_rows(
         }
     }
     Ok(())
-}
-
-/// A JSON object read as its entries in order, without a map per object:
-/// a store reads a million of these and only walks them once.
-#[derive(Debug, Default)]
-struct Entries<K, V>(Vec<(K, V)>);
-
-impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for Entries<K, V> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit<K, V>(std::marker::PhantomData<(K, V)>);
-        impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<K, V> {
-            type Value = Entries<K, V>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a map")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(2).min(16));
-                while let Some(entry) = map.next_entry()? {
-                    entries.push(entry);
-                }
-                Ok(Entries(entries))
-            }
-        }
-        d.deserialize_map(Visit(std::marker::PhantomData))
-    }
 }
 
 fn recommendation_table(
