@@ -40,6 +40,8 @@ use std::cell::Cell;
 use std::sync::OnceLock;
 use thiserror::Error;
 
+mod scan;
+
 /// Why a JSON value is not an AdmissionRequest the engine can evaluate.
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum RequestInputError {
@@ -69,8 +71,9 @@ pub struct LazyReview<'a> {
     /// `request`, `request.object` and `request.oldObject` as `Value`s, for
     /// the `&Value` accessors of [`AdmissionRequestInput`]; built on demand.
     values: [OnceLock<Value>; 3],
-    /// Whether an object parsed at load repeated a key (the view keeps the
-    /// last value, as `Value` does; a typed parse of the envelope rejects it).
+    /// Whether the review, the request or an object in the request repeated
+    /// a key (the view keeps the last value, as `Value` does; a typed parse
+    /// of the envelope may reject it).
     duplicate_keys: bool,
 }
 
@@ -89,20 +92,23 @@ impl<'a> LazyReview<'a> {
                     .unwrap_or_else(|| serde::de::Error::custom(error)));
             }
         };
-        let mut deserializer = serde_json::Deserializer::from_str(text);
-        let duplicates = Cell::new(false);
-        let parsed = NodeSeed {
-            depth: EAGER_DEPTH,
-            base: text,
-            duplicates: &duplicates,
+        if let Some((root, duplicate_keys)) = scan::document(text, EAGER_DEPTH) {
+            return Ok(LazyReview {
+                text,
+                root: LazyNode::parsed(root),
+                values: Default::default(),
+                duplicate_keys,
+            });
         }
-        .deserialize(&mut deserializer)?;
-        deserializer.end()?;
+        // Anything the scanner does not take (an error, deep nesting, an
+        // escape it leaves to serde_json) goes through serde_json, so the
+        // result and every error message are serde_json's own.
+        let (root, duplicate_keys) = parse_with_serde(text)?;
         Ok(LazyReview {
             text,
-            root: LazyNode::parsed(parsed),
+            root: LazyNode::parsed(root),
             values: Default::default(),
-            duplicate_keys: duplicates.get(),
+            duplicate_keys,
         })
     }
 
@@ -111,18 +117,33 @@ impl<'a> LazyReview<'a> {
         Json::Lazy(&self.root, self.text)
     }
 
-    /// Whether an object parsed at load (the review, the request, the
-    /// objects and their top-level fields) repeated a key.
+    /// Whether the review, the request or an object in the request repeated
+    /// a key (see the field).
     pub(crate) fn has_duplicate_keys(&self) -> bool {
         self.duplicate_keys
     }
+}
+
+/// The body's root node as serde_json reads it (the reference the scanner
+/// must agree with), and whether an object repeated a key.
+fn parse_with_serde(text: &str) -> Result<(Parsed, bool), serde_json::Error> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let duplicates = Cell::new(false);
+    let parsed = NodeSeed {
+        depth: EAGER_DEPTH,
+        base: text,
+        duplicates: &duplicates,
+    }
+    .deserialize(&mut deserializer)?;
+    deserializer.end()?;
+    Ok((parsed, duplicates.get()))
 }
 
 /// Text of a [`LazyReview`]: a span of the body, or decoded (escapes).
 ///
 /// Spans instead of borrowed `&str` keep the nodes free of the body's
 /// lifetime, so views over them stay covariant.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum Text {
     Span(usize, usize),
     Owned(Box<str>),
@@ -144,20 +165,30 @@ impl Text {
             Text::Owned(s) => s,
         }
     }
+
+    /// Whether the text is `other` (compares bytes; no char boundary checks).
+    fn is(&self, base: &str, other: &str) -> bool {
+        match self {
+            Text::Span(start, end) => {
+                end - start == other.len()
+                    && base.as_bytes().get(*start..*end) == Some(other.as_bytes())
+            }
+            Text::Owned(s) => **s == *other,
+        }
+    }
 }
 
 /// One JSON value of a [`LazyReview`]: parsed, or raw text parsed on first
 /// read. Once parsed it never moves, so views borrow it for the review's life.
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 pub(crate) struct LazyNode {
     /// The span of the raw JSON text, when not parsed at load.
     raw: Option<(usize, usize)>,
     parsed: OnceLock<Parsed>,
 }
 
-/// A parsed node: scalars, or containers of (possibly raw) nodes. Object
-/// entries are sorted by key, one per key, as in `serde_json::Map`.
-#[derive(Debug)]
+/// A parsed node: scalars, or containers of (possibly raw) nodes.
+#[derive(Debug, PartialEq)]
 pub(crate) enum Parsed {
     /// Raw text that `serde_json` skips but will not parse: a `\u` escape of
     /// a lone surrogate or a number beyond `f64` (a kube-apiserver sends
@@ -168,7 +199,66 @@ pub(crate) enum Parsed {
     Number(Number),
     String(Text),
     Array(Vec<LazyNode>),
-    Object(Vec<(Text, LazyNode)>),
+    Object(LazyObject),
+}
+
+/// The entries of a JSON object in document order, as read.
+///
+/// Sorting and de-duplicating every object at parse time cost more than
+/// the few lookups a policy makes, so a lookup searches from the end (a
+/// repeated key keeps its last value, as in `serde_json::Map`) and the
+/// `serde_json::Map` order (sorted, one entry per key) is built only when
+/// the object is iterated.
+#[derive(Debug, PartialEq)]
+pub(crate) struct LazyObject {
+    entries: Box<[(Text, LazyNode)]>,
+    /// Indices into `entries` in key order, one per key; built on first
+    /// iteration.
+    order: OnceLock<Box<[u32]>>,
+}
+
+impl LazyObject {
+    fn new(entries: Box<[(Text, LazyNode)]>) -> Self {
+        LazyObject {
+            entries,
+            order: OnceLock::new(),
+        }
+    }
+
+    /// Whether some key appears twice.
+    fn has_duplicate_keys(&self, base: &str) -> bool {
+        self.entries.iter().enumerate().any(|(i, (key, _))| {
+            let key = key.get(base);
+            self.entries[..i].iter().any(|(k, _)| k.is(base, key))
+        })
+    }
+
+    fn get(&self, key: &str, base: &str) -> Option<&LazyNode> {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(k, _)| k.is(base, key))
+            .map(|(_, node)| node)
+    }
+
+    /// The entries in `serde_json::Map` order.
+    fn sorted<'s>(&'s self, base: &'s str) -> impl Iterator<Item = &'s (Text, LazyNode)> + 's {
+        let order = self.order.get_or_init(|| {
+            let mut order: Vec<u32> = (0..self.entries.len() as u32).collect();
+            let key = |i: &u32| self.entries[*i as usize].0.get(base);
+            // Stable: of a repeated key, the last entry comes last and is kept.
+            order.sort_by(|a, b| key(a).cmp(key(b)));
+            order.dedup_by(|later, earlier| {
+                let same = key(later) == key(earlier);
+                if same {
+                    *earlier = *later;
+                }
+                same
+            });
+            order.into_boxed_slice()
+        });
+        order.iter().map(|&i| &self.entries[i as usize])
+    }
 }
 
 impl LazyNode {
@@ -187,6 +277,12 @@ impl LazyNode {
 
     fn get(&self, base: &str) -> &Parsed {
         self.parsed.get_or_init(|| {
+            if let Some(parsed) = self
+                .raw
+                .and_then(|(start, end)| scan::node(base, start, end, LAZY_DEPTH))
+            {
+                return parsed;
+            }
             let mut deserializer = serde_json::Deserializer::from_str(self.raw_text(base));
             NodeSeed {
                 depth: LAZY_DEPTH,
@@ -217,8 +313,9 @@ impl LazyNode {
                 Parsed::Array(items) => {
                     Value::Array(items.iter().map(|item| item.to_value(base)).collect())
                 }
-                Parsed::Object(entries) => Value::Object(
-                    entries
+                Parsed::Object(object) => Value::Object(
+                    object
+                        .entries
                         .iter()
                         .map(|(k, v)| (k.get(base).to_owned(), v.to_value(base)))
                         .collect(),
@@ -298,11 +395,11 @@ fn owned(value: &Value) -> Parsed {
         Value::Array(items) => {
             Parsed::Array(items.iter().map(|v| LazyNode::parsed(owned(v))).collect())
         }
-        Value::Object(map) => Parsed::Object(
+        Value::Object(map) => Parsed::Object(LazyObject::new(
             map.iter()
                 .map(|(k, v)| (Text::Owned(k.as_str().into()), LazyNode::parsed(owned(v))))
                 .collect(),
-        ),
+        )),
     }
 }
 
@@ -383,18 +480,12 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
             let value = map.next_value_seed(ChildSeed(self))?;
             entries.push((key, value));
         }
-        // serde_json::Map order (sorted); a repeated key keeps its last value.
-        let base = self.base;
-        entries.sort_by(|a, b| a.0.get(base).cmp(b.0.get(base)));
-        entries.dedup_by(|later, earlier| {
-            let same = later.0.get(base) == earlier.0.get(base);
-            if same {
-                std::mem::swap(&mut later.1, &mut earlier.1);
-                self.duplicates.set(true);
-            }
-            same
-        });
-        Ok(Parsed::Object(entries))
+        let object = LazyObject::new(entries.into_boxed_slice());
+        // Only the envelope's objects, as the scanner (see `has_duplicate_keys`).
+        if self.depth > 0 && object.has_duplicate_keys(self.base) {
+            self.duplicates.set(true);
+        }
+        Ok(Parsed::Object(object))
     }
 }
 
@@ -451,7 +542,7 @@ impl<'a> Items<'a> {
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Fields<'a> {
     Value(&'a Map<String, Value>),
-    Lazy(&'a [(Text, LazyNode)], &'a str),
+    Lazy(&'a LazyObject, &'a str),
 }
 
 impl<'a> Fields<'a> {
@@ -459,23 +550,20 @@ impl<'a> Fields<'a> {
     pub(crate) fn get(self, key: &str) -> Option<Json<'a>> {
         match self {
             Fields::Value(map) => map.get(key).map(Json::Value),
-            Fields::Lazy(entries, base) => entries
-                .binary_search_by(|(k, _)| k.get(base).cmp(key))
-                .ok()
-                .map(|i| Json::Lazy(&entries[i].1, base)),
+            Fields::Lazy(object, base) => object.get(key, base).map(|node| Json::Lazy(node, base)),
         }
     }
 
     pub(crate) fn iter(self) -> impl Iterator<Item = (&'a str, Json<'a>)> {
         let (map, entries) = match self {
             Fields::Value(map) => (Some(map), None),
-            Fields::Lazy(entries, base) => (None, Some((entries, base))),
+            Fields::Lazy(object, base) => (None, Some((object, base))),
         };
         map.into_iter()
             .flat_map(|map| map.iter().map(|(k, v)| (k.as_str(), Json::Value(v))))
-            .chain(entries.into_iter().flat_map(|(entries, base)| {
-                entries
-                    .iter()
+            .chain(entries.into_iter().flat_map(|(object, base)| {
+                object
+                    .sorted(base)
                     .map(move |(k, v)| (k.get(base), Json::Lazy(v, base)))
             }))
     }
@@ -500,7 +588,7 @@ impl<'a> Json<'a> {
                 Parsed::Number(n) => Shape::Number(n),
                 Parsed::String(s) => Shape::String(s.get(base)),
                 Parsed::Array(items) => Shape::Array(Items::Lazy(items, base)),
-                Parsed::Object(entries) => Shape::Object(Fields::Lazy(entries, base)),
+                Parsed::Object(object) => Shape::Object(Fields::Lazy(object, base)),
             },
         }
     }
