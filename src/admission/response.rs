@@ -5,7 +5,7 @@
 //! than the base64 string the API defines, so the response is written here.
 
 use super::review::ReviewVersion;
-use crate::mutate::patch::write_json_str;
+use crate::mutate::patch::{write_json_object, write_json_str};
 use base64::Engine;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -137,16 +137,9 @@ pub fn encode(version: ReviewVersion, uid: &str, verdict: &Verdict) -> Vec<u8> {
         out.push(b']');
     }
     if !verdict.audit_annotations.is_empty() {
-        out.extend_from_slice(br#","auditAnnotations":{"#);
-        for (i, (k, v)) in verdict.audit_annotations.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_json_str(&mut out, k);
-            out.push(b':');
-            write_json_str(&mut out, v);
-        }
-        out.push(b'}');
+        out.extend_from_slice(br#","auditAnnotations":"#);
+        let entries = verdict.audit_annotations.iter();
+        write_json_object(&mut out, entries.map(|(k, v)| (k.as_str(), v.as_str())));
     }
     out.extend_from_slice(b"}}");
     out

@@ -64,6 +64,20 @@ pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Writes a JSON object of string keys and values, in the order given.
+pub fn write_json_object<'s>(out: &mut Vec<u8>, entries: impl Iterator<Item = (&'s str, &'s str)>) {
+    out.push(b'{');
+    for (i, (key, value)) in entries.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_json_str(out, key);
+        out.push(b':');
+        write_json_str(out, value);
+    }
+    out.push(b'}');
+}
+
 impl Patch {
     pub(super) fn add(&mut self, path: String, value: PatchValue) {
         self.0.push(AddOp { path, value });
@@ -97,18 +111,10 @@ impl Patch {
             out.extend_from_slice(br#","value":"#);
             match &op.value {
                 PatchValue::Text(text) => write_json_str(&mut out, text),
-                PatchValue::Map(entries) => {
-                    out.push(b'{');
-                    for (j, (key, value)) in entries.iter().enumerate() {
-                        if j > 0 {
-                            out.push(b',');
-                        }
-                        write_json_str(&mut out, key);
-                        out.push(b':');
-                        write_json_str(&mut out, value);
-                    }
-                    out.push(b'}');
-                }
+                PatchValue::Map(entries) => write_json_object(
+                    &mut out,
+                    entries.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+                ),
             }
             out.push(b'}');
         }
