@@ -86,6 +86,13 @@ print("| figure | value | target | verdict |")
 print("|---|---|---|---|")
 print(f"| requests answered 200 | $ok ({$rps:.0f} req/s achieved of $RATE) | | |")
 print(f"| errors (non-200 or transport) | $errors | 0 | {'**meets**' if $errors == 0 else '**misses**'} |")
+if "$LOADGEN" == "oha":
+    import json
+    raw = json.load(open("$WORK/soak.out"))
+    kinds = {**{f"HTTP {k}": v for k, v in (raw.get("statusCodeDistribution") or {}).items() if k != "200"},
+             **(raw.get("errorDistribution") or {})}
+    if kinds:
+        print(f"| error kinds | {'; '.join(f'{k}: {v}' for k, v in kinds.items())} | | |")
 print(f"| latency p50 / p99 / p99.9 | $p50 / $p99 / $p999 ms | | |")
 print(f"| server CPU per request | {cpu_us:.1f} us | | |")
 print(f"| RSS before traffic | $rss_before MiB | | |")

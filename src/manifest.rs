@@ -190,6 +190,135 @@ pub fn json_items<'a>(source: &str, text: &'a str) -> Result<Vec<&'a RawValue>, 
     Ok(items.into_iter().filter(|i| i.get() != "null").collect())
 }
 
+/// Calls `each` with the text of every item of a JSON `List` or top-level
+/// array read from `reader`, holding one item in memory at a time: a
+/// 100 MB store would otherwise sit in memory whole while it is converted,
+/// more than doubling the server's peak RSS at start.
+///
+/// Returns `false`, having called `each` only with text the caller must
+/// then discard, when the document is neither (a single object, or an object
+/// with `items` that is not a `List`): the caller reads it whole instead.
+/// A syntax error names `source`, the line and the column.
+pub fn stream_json_items(
+    source: &str,
+    reader: impl std::io::Read,
+    mut each: impl FnMut(&str),
+) -> Result<bool, ManifestError> {
+    let syntax = |e: serde_json::Error| ManifestError::Syntax {
+        path: source.to_owned(),
+        message: e.to_string(),
+    };
+    let mut de = serde_json::Deserializer::from_reader(reader);
+    let streamed =
+        serde::Deserializer::deserialize_any(&mut de, stream::Top(&mut each)).map_err(syntax)?;
+    de.end().map_err(syntax)?;
+    Ok(streamed)
+}
+
+/// Visitors for [`stream_json_items`].
+mod stream {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use serde_json::value::RawValue;
+    use std::fmt;
+
+    /// The whole document: an array is streamed; an object is a `List`
+    /// when its `kind` says so and its `items` is an array.
+    pub(super) struct Top<'f, F>(pub(super) &'f mut F);
+
+    impl<'de, F: FnMut(&str)> Visitor<'de> for Top<'_, F> {
+        type Value = bool;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a JSON object or array")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+            each_item(seq, self.0)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            let (mut is_list, mut items) = (false, None);
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                match &*key {
+                    "kind" => {
+                        is_list = map.next_value::<Option<String>>()?.as_deref() == Some("List")
+                    }
+                    "items" => items = Some(map.next_value_seed(Items(&mut *self.0))?),
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+            }
+            // A `List` without items holds nothing.
+            Ok(is_list && items.unwrap_or(true))
+        }
+    }
+
+    /// The value of `items`: `true` when it was an array (and streamed).
+    struct Items<'f, F>(&'f mut F);
+
+    impl<'de, F: FnMut(&str)> serde::de::DeserializeSeed<'de> for Items<'_, F> {
+        type Value = bool;
+
+        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
+            deserializer.deserialize_any(self)
+        }
+    }
+
+    impl<'de, F: FnMut(&str)> Visitor<'de> for Items<'_, F> {
+        type Value = bool;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+            each_item(seq, self.0)
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(false)
+        }
+
+        fn visit_unit<E>(self) -> Result<bool, E> {
+            Ok(false)
+        }
+
+        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
+            Ok(false)
+        }
+
+        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
+            Ok(false)
+        }
+
+        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
+            Ok(false)
+        }
+
+        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
+            Ok(false)
+        }
+
+        fn visit_str<E>(self, _: &str) -> Result<bool, E> {
+            Ok(false)
+        }
+    }
+
+    fn each_item<'de, A: SeqAccess<'de>>(
+        mut seq: A,
+        each: &mut impl FnMut(&str),
+    ) -> Result<bool, A::Error> {
+        while let Some(item) = seq.next_element::<Box<RawValue>>()? {
+            if item.get() != "null" {
+                each(item.get());
+            }
+        }
+        Ok(true)
+    }
+}
+
 /// Reads every manifest under `path`.
 pub fn read_path(path: &Path, skip_dirs: &[&str]) -> Result<Vec<Document>, ManifestError> {
     let mut documents = Vec::new();

@@ -19,10 +19,22 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
     let mut entries = Vec::new();
     for file in manifest::collect_files(path, &[])? {
         let name = file.display().to_string();
-        let text = std::fs::read_to_string(&file).map_err(|source| ManifestError::Io {
+        let io = |source| ManifestError::Io {
             path: name.clone(),
             source,
-        })?;
+        };
+        if starts_like_json(&file).map_err(io)? {
+            let reader =
+                std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(&file).map_err(io)?);
+            let mut streamed = Vec::new();
+            if manifest::stream_json_items(&name, reader, |item| {
+                streamed.push(Entry::from_json(item, &mut interner));
+            })? {
+                entries.append(&mut streamed);
+                continue;
+            }
+        }
+        let text = std::fs::read_to_string(&file).map_err(io)?;
         if manifest::looks_like_json(&text) {
             for item in manifest::json_items(&name, &text)? {
                 entries.push(Entry::from_json(item.get(), &mut interner));
@@ -34,6 +46,24 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
         }
     }
     Ok(Snapshot::from_entries(&entries))
+}
+
+/// The first byte that is not whitespace is `{` or `[`, as in
+/// [`manifest::looks_like_json`], read without reading the whole file.
+fn starts_like_json(path: &Path) -> std::io::Result<bool> {
+    use std::io::BufRead;
+    let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(false);
+        }
+        if let Some(&byte) = buf.iter().find(|b| !b.is_ascii_whitespace()) {
+            return Ok(byte == b'{' || byte == b'[');
+        }
+        let n = buf.len();
+        reader.consume(n);
+    }
 }
 
 /// Logs what a snapshot left out, so an operator sees a bad VPA by name.
@@ -138,6 +168,17 @@ mod tests {
             problems[1].starts_with("VerticalPodAutoscaler/monitoring/typed: (object): invalid type: string \"not a list\", expected a sequence"),
             "{problems:?}"
         );
+    }
+
+    #[test]
+    fn an_object_with_items_that_is_not_a_list_is_one_object() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let text = "\n  {\"items\": [{\"kind\": \"Namespace\"}], \"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"whole\"}}";
+        std::fs::write(dir.path().join("ns.json"), text).unwrap_or_else(|e| panic!("{e}"));
+        let snapshot = load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
+        use crate::policy::PolicyInputs;
+        assert!(snapshot.namespace("whole").is_some());
+        assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
     }
 
     #[test]
