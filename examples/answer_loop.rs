@@ -3,6 +3,11 @@
 //! unlike wall-clock time). See BENCHMARKS.md.
 //!
 //! `cargo run --release --example answer_loop -- mutate|validate REVIEW.json N`
+//! (add `--features mimalloc` for the allocator the binary can be built with)
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use nodescope::admission::{answer, Decider};
 use nodescope::metrics::Webhook;

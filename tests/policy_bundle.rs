@@ -4,7 +4,6 @@
 
 mod policy_support;
 
-use nodescope::policy::{validate, AdmissionRequestInput, LazyReview};
 use policy_support::*;
 use serde_json::{json, Value};
 
@@ -419,86 +418,5 @@ fn every_fixture_is_allowed_by_the_shipped_bundle() {
     ] {
         let outcome = run(&review(name), &Cluster::shipped());
         assert!(outcome.allowed, "{name}: {:?}", outcome.message);
-    }
-}
-
-/// `cargo test --release --test policy_bundle -- --ignored --nocapture`
-///
-/// Times, per request and for each fixture, the best of 20 batches (the
-/// machine may be shared):
-/// - value: `serde_json::from_slice::<Value>` of the body, `from_review`,
-///   `validate` of the whole bundle, and the total from body bytes to a
-///   `ValidationOutcome`;
-/// - lazy: `LazyReview::parse` of the body, `from_body`, `validate`, and the
-///   total, the webhook's path.
-#[test]
-#[ignore = "timing, not a check"]
-fn time_the_balloon_pod_against_the_whole_bundle() {
-    let cluster = Cluster::shipped().with(feature("balloon-pods", Some("On")));
-    let per = |mut f: Box<dyn FnMut() + '_>| {
-        let batch = 250;
-        (0..20)
-            .map(|_| {
-                let start = std::time::Instant::now();
-                for _ in 0..batch {
-                    f();
-                }
-                start.elapsed() / batch
-            })
-            .min()
-            .unwrap_or_default()
-    };
-    for name in [
-        "pod-node-balloon-create",
-        "pod-node-exporter-node-a-1-create",
-    ] {
-        let path = format!("{FIXTURES}/{name}.validate.json");
-        let body = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let parse = per(Box::new(|| {
-            let review: Value = serde_json::from_slice(&body).expect("valid JSON");
-            std::hint::black_box(review);
-        }));
-        let review: Value = serde_json::from_slice(&body).expect("valid JSON");
-        let input = per(Box::new(|| {
-            let request = AdmissionRequestInput::from_review(&review).expect("valid");
-            std::hint::black_box(request);
-        }));
-        let request = AdmissionRequestInput::from_review(&review).expect("valid");
-        let evaluate = per(Box::new(|| {
-            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
-        }));
-        let total = per(Box::new(|| {
-            let review: Value = serde_json::from_slice(&body).expect("valid JSON");
-            let request = AdmissionRequestInput::from_review(&review).expect("valid");
-            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
-        }));
-        println!(
-            "{name} ({} bytes), value: parse {parse:?}, input {input:?}, validate {evaluate:?}, total {total:?}",
-            body.len()
-        );
-        let lazy_parse = per(Box::new(|| {
-            std::hint::black_box(LazyReview::parse(&body).expect("valid JSON"));
-        }));
-        // Parse and input together: the input reads the request's fields.
-        let lazy_input = per(Box::new(|| {
-            let lazy = LazyReview::parse(&body).expect("valid JSON");
-            let request = AdmissionRequestInput::from_body(&lazy).expect("valid");
-            std::hint::black_box(request);
-        }));
-        let lazy = LazyReview::parse(&body).expect("valid JSON");
-        let request = AdmissionRequestInput::from_body(&lazy).expect("valid");
-        // Nodes read once stay parsed: this is validate's own cost.
-        let lazy_evaluate = per(Box::new(|| {
-            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
-        }));
-        let lazy_total = per(Box::new(|| {
-            let lazy = LazyReview::parse(&body).expect("valid JSON");
-            let request = AdmissionRequestInput::from_body(&lazy).expect("valid");
-            assert!(validate(policies(), &request, &cluster.snapshot()).allowed);
-        }));
-        println!(
-            "{name} ({} bytes), lazy: parse {lazy_parse:?}, parse+input {lazy_input:?}, validate {lazy_evaluate:?}, total {lazy_total:?}",
-            body.len()
-        );
     }
 }

@@ -18,8 +18,7 @@ use libfuzzer_sys::fuzz_target;
 use nodescope::mutate::pod::PodView;
 use nodescope::mutate::recommendation::{
     ContainerMode, ContainerPolicy, ContainerRecommendation, ControlledValues, LimitKind,
-    RecommendationTable,
-    LimitRangeItem, ResourceList, VpaPolicy,
+    LimitRangeItem, RecommendationTable, ResourceList, VpaPolicy,
 };
 use nodescope::mutate::{mutate_pod, MissingNodeRecommendation};
 use nodescope::quantity::{Format, Quantity};

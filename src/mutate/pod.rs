@@ -486,31 +486,4 @@ mod tests {
     fn rejects_a_wrongly_typed_pod_instead_of_panicking() {
         assert!(PodView::from_json(br#"{"spec":{"containers":{"name":"x"}}}"#).is_err());
     }
-
-    /// Run with `cargo test --release -- --ignored parse_speed --nocapture`.
-    #[test]
-    #[ignore]
-    fn parse_speed_of_the_fixture_object() {
-        let body = fixture();
-        let v: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-        let object = serde_json::to_vec(&v["request"]["object"]).unwrap_or_default();
-        let n = 20_000;
-        let start = std::time::Instant::now();
-        for _ in 0..n {
-            let pod = PodView::from_json(std::hint::black_box(&object));
-            std::hint::black_box(pod.is_ok());
-        }
-        let per = start.elapsed() / n;
-        let start = std::time::Instant::now();
-        for _ in 0..n {
-            let any =
-                serde_json::from_slice::<serde::de::IgnoredAny>(std::hint::black_box(&object));
-            std::hint::black_box(any.is_ok());
-        }
-        let skip = start.elapsed() / n;
-        println!(
-            "{} bytes: {per:?} per parse ({skip:?} to only skip it)",
-            object.len()
-        );
-    }
 }

@@ -438,6 +438,41 @@ fn unparsable_pod_quantity_skips_the_container_with_a_warning() {
     assert!(m.warnings[0].contains("\"lots\""), "{}", m.warnings[0]);
 }
 
+/// From fuzzing (`review_mutate`): a quantity no apiserver would send in one
+/// container leaves that container as it is, with a warning naming it and
+/// the field, while the others still get their recommendation.
+#[test]
+fn an_unparsable_quantity_in_one_container_leaves_only_that_container_unchanged() {
+    let p = pod(json!([
+        {"name": "c0", "resources": {"requests": {"cpu": "10m"}}},
+        {"name": "c1", "resources": {"requests": {"cpu": "10mf:hostPID"}}}
+    ]));
+    let m = run(
+        &p,
+        &vpa(
+            vec![rec("c0", &[("cpu", "1")]), rec("c1", &[("cpu", "1")])],
+            vec![],
+        ),
+        &[],
+        MissingNodeRecommendation::LeaveUnchanged,
+    );
+    assert_eq!(
+        patch_json(&m),
+        json!([
+            add("/spec/containers/0/resources/requests/cpu", json!("1")),
+            updates("container 0: cpu request"),
+            observed("c0, c1")
+        ])
+    );
+    assert_eq!(
+        m.warnings,
+        vec![
+            "container \"c1\": resources.requests[\"cpu\"]: quantity \"10mf:hostPID\" is not a number followed by an optional suffix (e.g. \"1.5\", \"250m\", \"12e6\"); container left unchanged"
+                .to_owned()
+        ]
+    );
+}
+
 /// From fuzzing (`patch_builder`): a negative request (the apiserver rejects
 /// it in validation, after webhooks run) is scaled like any other value: no
 /// panic, a patch that applies, the request set to the target. The limit

@@ -191,49 +191,4 @@ mod tests {
         assert_true("base64.encode(b'hello') == 'aGVsbG8='");
         assert_true("[1, 2, 3].exists(x, x > 2)");
     }
-
-    /// Timing, not correctness: run with
-    /// `cargo test --release -- --ignored --nocapture compile_and_eval_timings`.
-    #[test]
-    #[ignore = "timing measurement, run on demand"]
-    fn compile_and_eval_timings() {
-        use std::sync::Arc;
-        use std::time::Instant;
-
-        let env = Arc::new(kubernetes_env().unwrap_or_else(|e| panic!("{e}")));
-        let typical = "object.spec.containers.all(c, has(c.resources.limits) && \
-                       quantity(c.resources.limits.memory).isLessThan(quantity('4Gi')) && \
-                       c.image.find('^[a-z0-9./-]+') != '')";
-        let runs: u32 = 2000;
-        let start = Instant::now();
-        for _ in 0..runs {
-            let _ = std::hint::black_box(env.compile(typical));
-        }
-        println!(
-            "compile typical expression: {:?}/op",
-            start.elapsed() / runs
-        );
-
-        let program = env
-            .compile("quantity('100Mi').isLessThan(quantity('1Gi'))")
-            .unwrap_or_else(|e| panic!("{e}"));
-        let context = cel::Context::with_env(Arc::clone(&env));
-        let start = Instant::now();
-        for _ in 0..runs * 10 {
-            let _ = std::hint::black_box(program.execute(&context));
-        }
-        println!(
-            "eval quantity comparison: {:?}/op",
-            start.elapsed() / (runs * 10)
-        );
-
-        let start = Instant::now();
-        for _ in 0..runs / 10 {
-            let _ = std::hint::black_box(kubernetes_env());
-        }
-        println!(
-            "build kubernetes_env(): {:?}/op",
-            start.elapsed() / (runs / 10)
-        );
-    }
 }
