@@ -191,131 +191,295 @@ pub fn json_items<'a>(source: &str, text: &'a str) -> Result<Vec<&'a RawValue>, 
 }
 
 /// Calls `each` with the text of every item of a JSON `List` or top-level
-/// array read from `reader`, holding one item in memory at a time: a
+/// array read from `reader`, holding about one item in memory at a time: a
 /// 100 MB store would otherwise sit in memory whole while it is converted,
 /// more than doubling the server's peak RSS at start.
 ///
-/// Returns `false`, having called `each` only with text the caller must
-/// then discard, when the document is neither (a single object, or an object
-/// with `items` that is not a `List`): the caller reads it whole instead.
-/// A syntax error names `source`, the line and the column.
+/// Items are found by a structural scan of the bytes (strings, escapes and
+/// brackets), read block by block; the JSON between items is checked here,
+/// each item's own text is checked by whoever parses it (`each` returns
+/// `false` for an item that is not valid JSON). Returns `Ok(false)`, having
+/// called `each` only with text the caller must then discard, for anything
+/// else: a single object, an object with `items` that is not a `List`, or
+/// text that is not valid JSON. The caller then reads the file whole, which
+/// names the line and column of a syntax error.
 pub fn stream_json_items(
-    source: &str,
     reader: impl std::io::Read,
-    mut each: impl FnMut(&str),
-) -> Result<bool, ManifestError> {
-    let syntax = |e: serde_json::Error| ManifestError::Syntax {
-        path: source.to_owned(),
-        message: e.to_string(),
-    };
-    let mut de = serde_json::Deserializer::from_reader(reader);
-    let streamed =
-        serde::Deserializer::deserialize_any(&mut de, stream::Top(&mut each)).map_err(syntax)?;
-    de.end().map_err(syntax)?;
-    Ok(streamed)
+    each: impl FnMut(&str) -> bool,
+) -> Result<bool, std::io::Error> {
+    stream::Items::new(reader, each, stream::BLOCK).run()
 }
 
-/// Visitors for [`stream_json_items`].
+/// The structural scan behind [`stream_json_items`].
 mod stream {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-    use serde_json::value::RawValue;
-    use std::fmt;
+    use serde::de::IgnoredAny;
+    use std::io::Read;
 
-    /// The whole document: an array is streamed; an object is a `List`
-    /// when its `kind` says so and its `items` is an array.
-    pub(super) struct Top<'f, F>(pub(super) &'f mut F);
+    /// Bytes read from the file per block.
+    pub(super) const BLOCK: usize = 1 << 20;
 
-    impl<'de, F: FnMut(&str)> Visitor<'de> for Top<'_, F> {
-        type Value = bool;
+    pub(super) struct Items<R, F> {
+        reader: R,
+        each: F,
+        buf: Vec<u8>,
+        /// The smallest read.
+        block: usize,
+        /// Everything before `pos` has been handled.
+        pos: usize,
+        eof: bool,
+    }
 
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("a JSON object or array")
+    /// Why the scan stopped short of a full answer.
+    enum Stop {
+        /// The text is not what this scan streams, or not valid JSON.
+        Decline,
+        Io(std::io::Error),
+    }
+
+    type Step<T> = Result<T, Stop>;
+
+    impl<R: Read, F: FnMut(&str) -> bool> Items<R, F> {
+        pub(super) fn new(reader: R, each: F, block: usize) -> Self {
+            Items {
+                reader,
+                each,
+                buf: Vec::new(),
+                block: block.max(1),
+                pos: 0,
+                eof: false,
+            }
         }
 
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-            each_item(seq, self.0)
+        pub(super) fn run(mut self) -> Result<bool, std::io::Error> {
+            match self.document() {
+                Ok(streamed) => Ok(streamed),
+                Err(Stop::Decline) => Ok(false),
+                Err(Stop::Io(e)) => Err(e),
+            }
         }
 
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-            let (mut is_list, mut items) = (false, None);
-            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                match &*key {
-                    "kind" => {
-                        is_list = map.next_value::<Option<String>>()?.as_deref() == Some("List")
+        fn document(&mut self) -> Step<bool> {
+            let streamed = match self.peek()? {
+                Some(b'[') => {
+                    self.pos += 1;
+                    self.items()?;
+                    true
+                }
+                Some(b'{') => {
+                    self.pos += 1;
+                    self.list()?
+                }
+                _ => return Err(Stop::Decline),
+            };
+            match self.peek()? {
+                None => Ok(streamed),
+                Some(_) => Err(Stop::Decline),
+            }
+        }
+
+        /// The members of an object after its `{`: `true` when `kind` is
+        /// `List` and `items` an array, whose items are streamed.
+        fn list(&mut self) -> Step<bool> {
+            let (mut kind, mut has_items) = (None::<bool>, false);
+            if self.peek()? == Some(b'}') {
+                self.pos += 1;
+                return Ok(false);
+            }
+            loop {
+                let key = self.value()?;
+                let key = self.text(key).to_vec();
+                if key.first() != Some(&b'"') || serde_json::from_slice::<IgnoredAny>(&key).is_err()
+                {
+                    return Err(Stop::Decline);
+                }
+                self.expect(b':')?;
+                if key == b"\"items\"" {
+                    if has_items || self.peek()? != Some(b'[') {
+                        return Err(Stop::Decline);
                     }
-                    "items" => items = Some(map.next_value_seed(Items(&mut *self.0))?),
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
+                    self.pos += 1;
+                    self.items()?;
+                    has_items = true;
+                } else {
+                    let value = self.value()?;
+                    let text = std::str::from_utf8(self.text(value)).map_err(|_| Stop::Decline)?;
+                    serde_json::from_str::<IgnoredAny>(text).map_err(|_| Stop::Decline)?;
+                    if key == b"\"kind\"" {
+                        // A repeated `kind` is left to serde_json, which rejects it.
+                        if kind.is_some() {
+                            return Err(Stop::Decline);
+                        }
+                        kind = Some(text == "\"List\"");
                     }
                 }
-            }
-            // A `List` without items holds nothing.
-            Ok(is_list && items.unwrap_or(true))
-        }
-    }
-
-    /// The value of `items`: `true` when it was an array (and streamed).
-    struct Items<'f, F>(&'f mut F);
-
-    impl<'de, F: FnMut(&str)> serde::de::DeserializeSeed<'de> for Items<'_, F> {
-        type Value = bool;
-
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<bool, D::Error> {
-            deserializer.deserialize_any(self)
-        }
-    }
-
-    impl<'de, F: FnMut(&str)> Visitor<'de> for Items<'_, F> {
-        type Value = bool;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("any JSON value")
-        }
-
-        fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-            each_item(seq, self.0)
-        }
-
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<bool, A::Error> {
-            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-            Ok(false)
-        }
-
-        fn visit_unit<E>(self) -> Result<bool, E> {
-            Ok(false)
-        }
-
-        fn visit_bool<E>(self, _: bool) -> Result<bool, E> {
-            Ok(false)
-        }
-
-        fn visit_i64<E>(self, _: i64) -> Result<bool, E> {
-            Ok(false)
-        }
-
-        fn visit_u64<E>(self, _: u64) -> Result<bool, E> {
-            Ok(false)
-        }
-
-        fn visit_f64<E>(self, _: f64) -> Result<bool, E> {
-            Ok(false)
-        }
-
-        fn visit_str<E>(self, _: &str) -> Result<bool, E> {
-            Ok(false)
-        }
-    }
-
-    fn each_item<'de, A: SeqAccess<'de>>(
-        mut seq: A,
-        each: &mut impl FnMut(&str),
-    ) -> Result<bool, A::Error> {
-        while let Some(item) = seq.next_element::<Box<RawValue>>()? {
-            if item.get() != "null" {
-                each(item.get());
+                match self.peek()? {
+                    Some(b',') => self.pos += 1,
+                    Some(b'}') => {
+                        self.pos += 1;
+                        return Ok(kind == Some(true) && has_items);
+                    }
+                    _ => return Err(Stop::Decline),
+                }
             }
         }
-        Ok(true)
+
+        /// The items of an array after its `[`, each handed to `each`.
+        fn items(&mut self) -> Step<()> {
+            if self.peek()? == Some(b']') {
+                self.pos += 1;
+                return Ok(());
+            }
+            loop {
+                let (start, end) = self.value()?;
+                let bytes = self.buf.get(start..end).unwrap_or_default();
+                let text = std::str::from_utf8(bytes).map_err(|_| Stop::Decline)?;
+                if text != "null" && !(self.each)(text) {
+                    return Err(Stop::Decline);
+                }
+                match self.peek()? {
+                    Some(b',') => self.pos += 1,
+                    Some(b']') => {
+                        self.pos += 1;
+                        return Ok(());
+                    }
+                    _ => return Err(Stop::Decline),
+                }
+            }
+        }
+
+        fn text(&self, (start, end): (usize, usize)) -> &[u8] {
+            self.buf.get(start..end).unwrap_or_default()
+        }
+
+        /// Skips whitespace; the next byte, `None` at the end of the file.
+        fn peek(&mut self) -> Step<Option<u8>> {
+            loop {
+                while let Some(&b) = self.buf.get(self.pos) {
+                    if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                        return Ok(Some(b));
+                    }
+                    self.pos += 1;
+                }
+                if !self.fill()? {
+                    return Ok(None);
+                }
+            }
+        }
+
+        fn expect(&mut self, byte: u8) -> Step<()> {
+            if self.peek()? != Some(byte) {
+                return Err(Stop::Decline);
+            }
+            self.pos += 1;
+            Ok(())
+        }
+
+        /// The span of the value at the cursor, found by its structure
+        /// alone (reading more of the file until it is complete); the
+        /// cursor moves past it.
+        fn value(&mut self) -> Step<(usize, usize)> {
+            self.peek()?;
+            loop {
+                // `fill` moves the unhandled bytes to the front of `buf`.
+                let start = self.pos;
+                if let Some(end) = value_end(&self.buf, start, self.eof)? {
+                    self.pos = end;
+                    return Ok((start, end));
+                }
+                self.fill()?;
+            }
+        }
+
+        /// Reads one more block, first dropping what was handled; `false`
+        /// at the end of the file.
+        fn fill(&mut self) -> Step<bool> {
+            if self.eof {
+                return Ok(false);
+            }
+            if self.pos > 0 {
+                self.buf.drain(..self.pos);
+                self.pos = 0;
+            }
+            // Doubling, so a value larger than a block is scanned from its
+            // start a logarithmic number of times.
+            let want = self.block.max(self.buf.len());
+            let read = loop {
+                match (&mut self.reader)
+                    .take(want as u64)
+                    .read_to_end(&mut self.buf)
+                {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(Stop::Io(e)),
+                }
+            };
+            if read == 0 {
+                self.eof = true;
+            }
+            Ok(read > 0)
+        }
+    }
+
+    /// Where the JSON value starting at `start` ends, by its strings and
+    /// brackets; `Ok(None)` when `buf` ends first and more may follow.
+    /// Declines what cannot start or end a value; what is inside is checked
+    /// by whoever parses it.
+    fn value_end(buf: &[u8], start: usize, eof: bool) -> Step<Option<usize>> {
+        let short = || if eof { Err(Stop::Decline) } else { Ok(None) };
+        let mut depth = 0usize;
+        let mut i = start;
+        loop {
+            let Some(&b) = buf.get(i) else {
+                return short();
+            };
+            match b {
+                b'"' => {
+                    i += 1;
+                    loop {
+                        let Some(rest) = buf.get(i..) else {
+                            return short();
+                        };
+                        match memchr::memchr2(b'"', b'\\', rest) {
+                            None => return short(),
+                            Some(at) if rest[at] == b'"' => {
+                                i += at + 1;
+                                break;
+                            }
+                            // A backslash escapes the byte after it.
+                            Some(at) => i += at + 2,
+                        }
+                    }
+                }
+                b'{' | b'[' => {
+                    depth += 1;
+                    i += 1;
+                }
+                b'}' | b']' => {
+                    if depth == 0 {
+                        return Err(Stop::Decline);
+                    }
+                    depth -= 1;
+                    i += 1;
+                }
+                _ if depth == 0 => {
+                    // A number or literal at the top: it ends at the first
+                    // byte that cannot be part of it.
+                    let rest = buf.get(i..).unwrap_or_default();
+                    match rest.iter().position(|c| {
+                        !(c.is_ascii_alphanumeric() || matches!(c, b'-' | b'+' | b'.'))
+                    }) {
+                        Some(0) => return Err(Stop::Decline),
+                        Some(n) => return Ok(Some(i + n)),
+                        None if eof && !rest.is_empty() => return Ok(Some(buf.len())),
+                        None => return short(),
+                    }
+                }
+                _ => i += 1,
+            }
+            if depth == 0 {
+                return Ok(Some(i));
+            }
+        }
     }
 }
 
@@ -377,6 +541,77 @@ pub async fn poll_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the streaming scan hands out when it reads `step` bytes at a
+    /// time (so values straddle every block boundary), or `None` when it
+    /// declines.
+    fn streamed(text: &str, step: usize) -> Option<Vec<String>> {
+        let mut items = Vec::new();
+        let each = |item: &str| {
+            items.push(item.to_owned());
+            serde_json::from_str::<serde::de::IgnoredAny>(item).is_ok()
+        };
+        let complete = stream::Items::new(text.as_bytes(), each, step)
+            .run()
+            .unwrap_or_else(|e| panic!("{e}"));
+        complete.then_some(items)
+    }
+
+    /// The items the whole-file read finds, as text.
+    fn whole(text: &str) -> Option<Vec<String>> {
+        let items = json_items("t", text).ok()?;
+        Some(items.into_iter().map(|i| i.get().to_owned()).collect())
+    }
+
+    #[test]
+    fn streamed_items_are_the_whole_file_reads_items_at_every_block_boundary() {
+        let vpa = r#"{"kind":"VerticalPodAutoscaler","metadata":{"name":"a \"[{\\"},"status":{"recommendationGroups":[{"scopeValue":"n]}1"}]},"n":[-1.5e3,true,null,{}]}"#;
+        let lists = [
+            format!("[{vpa},\n {vpa} ]"),
+            format!(" {{\"apiVersion\":\"v1\",\"items\":[{vpa},null,{vpa}],\"kind\":\"List\",\"metadata\":{{\"resourceVersion\":\"\"}}}}\n"),
+            format!("{{\"kind\": \"List\", \"items\": [ {vpa} ]}}"),
+            "{\"kind\":\"List\",\"items\":[]}".to_owned(),
+            "[]".to_owned(),
+            "[5, \"x\", true]".to_owned(),
+        ];
+        for text in &lists {
+            for step in [1, 2, 3, 7, 64, 1 << 20] {
+                let got = streamed(text, step);
+                assert!(got.is_some(), "declined {text} at step {step}");
+                assert_eq!(got, whole(text), "{text} at step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn anything_but_a_valid_list_or_array_is_left_to_the_whole_file_read() {
+        let declined = [
+            // Not a List: one object, or `items` under another kind.
+            r#"{"kind":"Namespace","metadata":{"name":"a"}}"#,
+            r#"{"kind":"Thing","items":[{"a":1}]}"#,
+            r#"{"items":[{"a":1}]}"#,
+            r#"{"kind":"List","kind":"List","items":[]}"#,
+            r#"{"kind":"List","items":{"a":1}}"#,
+            r#"{"\u006bind":"List","items":[]}"#,
+            // Not valid JSON, between items or inside one.
+            r#"[{"a":1} {"b":2}]"#,
+            r#"[{"a":1},]"#,
+            r#"[{"a":1}] x"#,
+            r#"[{"a" 1}]"#,
+            r#"[{"a":"unterminated}]"#,
+            r#"[{"a":1}"#,
+            r#"{"kind":"List","items":[],"metadata":{bad}}"#,
+            r#"{5:1,"kind":"List","items":[]}"#,
+            r#"["\\","#,
+            "",
+            "  ",
+        ];
+        for text in declined {
+            for step in [1, 5, 1 << 20] {
+                assert_eq!(streamed(text, step), None, "{text} at step {step}");
+            }
+        }
+    }
 
     #[test]
     fn multi_document_yaml_and_lists_are_flattened_in_order() {

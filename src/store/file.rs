@@ -27,9 +27,17 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
             let reader =
                 std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(&file).map_err(io)?);
             let mut streamed = Vec::new();
-            if manifest::stream_json_items(&name, reader, |item| {
-                streamed.push(Entry::from_json(item, &mut interner));
-            })? {
+            let complete = manifest::stream_json_items(reader, |item| {
+                let entry = Entry::from_json(item, &mut interner);
+                // A problem may be a syntax error, which is the file's, not
+                // the object's: the whole-file read below names its line.
+                let valid = !matches!(entry, Entry::Problem(_))
+                    || serde_json::from_str::<serde::de::IgnoredAny>(item).is_ok();
+                streamed.push(entry);
+                valid
+            })
+            .map_err(io)?;
+            if complete {
                 entries.append(&mut streamed);
                 continue;
             }
