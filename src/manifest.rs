@@ -583,6 +583,54 @@ mod tests {
         }
     }
 
+    /// Any JSON value, with strings that stress the scan: quotes,
+    /// backslashes, brackets, escapes and non-ASCII.
+    fn any_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            (-1e6f64..1e6).prop_map(Value::from),
+            "[a-z\"\\\\{}\\[\\],:\\n\u{e9}\u{1F600} ]{0,12}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                proptest::collection::vec(("[a-z\"{]{1,6}", inner), 0..6)
+                    .prop_map(|entries| Value::Object(entries.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        /// Whatever the items and however the text is cut into blocks, the
+        /// streamed items are the whole-file read's, pretty or compact, as
+        /// an array or a `List`.
+        #[test]
+        fn streaming_agrees_with_the_whole_file_read(
+            items in proptest::collection::vec(any_json(), 0..6),
+            pretty in proptest::bool::ANY,
+            list in proptest::bool::ANY,
+            step in 1usize..40,
+        ) {
+            let document = if list {
+                serde_json::json!({"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"x": "]"}})
+            } else {
+                Value::Array(items)
+            };
+            let text = if pretty {
+                serde_json::to_string_pretty(&document)
+            } else {
+                serde_json::to_string(&document)
+            }
+            .unwrap_or_default();
+            let got = streamed(&text, step);
+            proptest::prop_assert!(got.is_some(), "declined {}", text);
+            proptest::prop_assert_eq!(got, whole(&text));
+        }
+    }
+
     #[test]
     fn anything_but_a_valid_list_or_array_is_left_to_the_whole_file_read() {
         let declined = [
