@@ -287,7 +287,7 @@ mod stream {
             }
             loop {
                 let key = self.value()?;
-                let key = self.text(key).to_vec();
+                let key = span(&self.buf, key).to_vec();
                 if key.first() != Some(&b'"') || serde_json::from_slice::<IgnoredAny>(&key).is_err()
                 {
                     return Err(Stop::Decline);
@@ -302,7 +302,8 @@ mod stream {
                     has_items = true;
                 } else {
                     let value = self.value()?;
-                    let text = std::str::from_utf8(self.text(value)).map_err(|_| Stop::Decline)?;
+                    let text =
+                        std::str::from_utf8(span(&self.buf, value)).map_err(|_| Stop::Decline)?;
                     serde_json::from_str::<IgnoredAny>(text).map_err(|_| Stop::Decline)?;
                     if key == b"\"kind\"" {
                         // A repeated `kind` is left to serde_json, which rejects it.
@@ -330,9 +331,8 @@ mod stream {
                 return Ok(());
             }
             loop {
-                let (start, end) = self.value()?;
-                let bytes = self.buf.get(start..end).unwrap_or_default();
-                let text = std::str::from_utf8(bytes).map_err(|_| Stop::Decline)?;
+                let item = self.value()?;
+                let text = std::str::from_utf8(span(&self.buf, item)).map_err(|_| Stop::Decline)?;
                 if text != "null" && !(self.each)(text) {
                     return Err(Stop::Decline);
                 }
@@ -345,10 +345,6 @@ mod stream {
                     _ => return Err(Stop::Decline),
                 }
             }
-        }
-
-        fn text(&self, (start, end): (usize, usize)) -> &[u8] {
-            self.buf.get(start..end).unwrap_or_default()
         }
 
         /// Skips whitespace; the next byte, `None` at the end of the file.
@@ -418,6 +414,11 @@ mod stream {
             }
             Ok(read > 0)
         }
+    }
+
+    /// The bytes of a span that `value` returned.
+    fn span(buf: &[u8], (start, end): (usize, usize)) -> &[u8] {
+        buf.get(start..end).unwrap_or_default()
     }
 
     /// Where the JSON value starting at `start` ends, by its strings and

@@ -23,24 +23,24 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
             path: name.clone(),
             source,
         };
-        if starts_like_json(&file).map_err(io)? {
-            let reader =
-                std::io::BufReader::with_capacity(1 << 16, std::fs::File::open(&file).map_err(io)?);
-            let mut streamed = Vec::new();
-            let complete = manifest::stream_json_items(reader, |item| {
-                let entry = Entry::from_json(item, &mut interner);
-                // A problem may be a syntax error, which is the file's, not
-                // the object's: the whole-file read below names its line.
-                let valid = !matches!(entry, Entry::Problem(_))
-                    || serde_json::from_str::<serde::de::IgnoredAny>(item).is_ok();
-                streamed.push(entry);
-                valid
-            })
-            .map_err(io)?;
-            if complete {
-                entries.append(&mut streamed);
-                continue;
-            }
+        // A JSON List or array streams; anything else (YAML, one object, a
+        // syntax error) is declined after its first bytes and read whole.
+        // The scan reads in blocks of its own; no buffering is needed.
+        let reader = std::fs::File::open(&file).map_err(io)?;
+        let mut streamed = Vec::new();
+        let complete = manifest::stream_json_items(reader, |item| {
+            let entry = Entry::from_json(item, &mut interner);
+            // A problem may be a syntax error, which is the file's, not the
+            // object's: the whole-file read below names its line.
+            let valid = !matches!(entry, Entry::Problem(_))
+                || serde_json::from_str::<serde::de::IgnoredAny>(item).is_ok();
+            streamed.push(entry);
+            valid
+        })
+        .map_err(io)?;
+        if complete {
+            entries.append(&mut streamed);
+            continue;
         }
         let text = std::fs::read_to_string(&file).map_err(io)?;
         if manifest::looks_like_json(&text) {
@@ -54,24 +54,6 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
         }
     }
     Ok(Snapshot::from_entries(&entries))
-}
-
-/// The first byte that is not whitespace is `{` or `[`, as in
-/// [`manifest::looks_like_json`], read without reading the whole file.
-fn starts_like_json(path: &Path) -> std::io::Result<bool> {
-    use std::io::BufRead;
-    let mut reader = std::io::BufReader::new(std::fs::File::open(path)?);
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(false);
-        }
-        if let Some(&byte) = buf.iter().find(|b| !b.is_ascii_whitespace()) {
-            return Ok(byte == b'{' || byte == b'[');
-        }
-        let n = buf.len();
-        reader.consume(n);
-    }
 }
 
 /// Logs what a snapshot left out, so an operator sees a bad VPA by name.
