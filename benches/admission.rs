@@ -15,12 +15,7 @@ fn root() -> &'static Path {
 }
 
 fn fixture_as_captured(name: &str) -> Vec<u8> {
-    std::fs::read(
-        root()
-            .join("../shared/fixtures/admission-reviews")
-            .join(name),
-    )
-    .expect("fixture")
+    std::fs::read(root().join("tests/fixtures/admission-reviews").join(name)).expect("fixture")
 }
 
 /// The body as the apiserver sends it: compact JSON, keys in the order

@@ -3,7 +3,7 @@
 # hand-written quantities. Safe to re-run: files are named by content.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
-reviews="${REVIEWS:-$here/../../shared/fixtures/admission-reviews}"
+reviews="${REVIEWS:-$here/../tests/fixtures/admission-reviews}"
 corpus="$here/corpus"
 mkdir -p "$corpus"/{review_mutate,review_validate,quantity,json_to_cel,patch_builder}
 

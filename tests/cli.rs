@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodescope");
-const FIXTURES: &str = "../shared/fixtures/admission-reviews";
+const FIXTURES: &str = "tests/fixtures/admission-reviews";
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -22,11 +22,11 @@ fn decider() -> &'static Decider {
 fn captured() -> &'static [Vec<u8>] {
     static BODIES: OnceLock<Vec<Vec<u8>>> = OnceLock::new();
     BODIES.get_or_init(|| {
-        let dir =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/admission-reviews");
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/admission-reviews");
         let mut paths: Vec<_> = std::fs::read_dir(&dir)
             .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
             .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
             .collect();
         paths.sort();
         paths
@@ -121,7 +121,7 @@ fn a_lone_surrogate_in_a_skipped_field_still_gets_the_patch() {
 
 fn captured_named(name: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/fixtures/admission-reviews")
+        .join("tests/fixtures/admission-reviews")
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }

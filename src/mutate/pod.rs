@@ -422,7 +422,7 @@ mod tests {
 
     const FIXTURE: &str = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/admission-reviews/pod-node-exporter-node-a-1-create.mutate.json"
+        "/tests/fixtures/admission-reviews/pod-node-exporter-node-a-1-create.mutate.json"
     );
 
     fn fixture() -> Vec<u8> {

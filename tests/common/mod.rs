@@ -22,7 +22,7 @@ use tokio_rustls::TlsConnector;
 pub const BIN: &str = env!("CARGO_BIN_EXE_nodescope");
 
 pub fn fixtures_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/admission-reviews")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/admission-reviews")
 }
 
 pub fn fixture(name: &str) -> Vec<u8> {

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 pub const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/admission-reviews"
+    "/tests/fixtures/admission-reviews"
 );
 pub const POLICIES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/policies");
 

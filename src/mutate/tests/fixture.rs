@@ -9,7 +9,7 @@ use super::{assert_idempotent, list, lr, rec, vpa};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/admission-reviews/pod-node-exporter-node-a-1-create.mutate.json"
+    "/tests/fixtures/admission-reviews/pod-node-exporter-node-a-1-create.mutate.json"
 );
 
 fn fixture_vpa() -> VpaPolicy {
