@@ -9,6 +9,7 @@
 
 mod build;
 mod compile;
+mod crd_rules;
 mod dispatch;
 mod evaluate;
 mod json_val;
@@ -19,6 +20,7 @@ pub mod model;
 mod params;
 mod request;
 
+pub use crd_rules::{CrdRules, CrdRulesError, FieldError};
 pub use dispatch::{
     validate, BindingResult, Decision, ValidationOutcome, VALIDATION_FAILURE_ANNOTATION,
 };
