@@ -1,0 +1,148 @@
+//! Step 1: `kubectl apply -k manifests/` on a fresh control plane: everything is
+//! accepted, the CRDs become Established, and the webhook configurations
+//! read back with the settings the manifests give them.
+
+use crate::support::{eventually, ControlPlane};
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn manifest(path: &str) -> Value {
+    let path = root().join(path);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+pub async fn run(plane: &ControlPlane) {
+    let (code, out, err) = plane.kubectl(&["apply", "-k", "manifests/"], root());
+    assert_eq!(code, 0, "kubectl apply -k manifests/:\n{out}\n{err}");
+    println!(
+        "  kubectl apply -k manifests/: {} objects",
+        out.lines().count()
+    );
+    // The VPA CRD component (a kustomize Component cannot be applied alone).
+    let (code, out, err) = plane.kubectl(
+        &["apply", "-f", "manifests/components/vpa-crd/vpa-crd.yaml"],
+        root(),
+    );
+    assert_eq!(code, 0, "kubectl apply the VPA CRD:\n{out}\n{err}");
+
+    let client = plane.client().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    for name in [
+        "features.featureflags.nodescope.dev",
+        "verticalpodautoscalers.autoscaling.k8s.io",
+    ] {
+        let crds = crds.clone();
+        eventually(
+            &format!("CRD {name} Established"),
+            Duration::from_secs(30),
+            || {
+                let crds = crds.clone();
+                async move {
+                    let crd = crds.get(name).await.ok()?;
+                    crd.status?
+                        .conditions?
+                        .iter()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                        .then_some(())
+                }
+            },
+        )
+        .await;
+    }
+    println!("  CRDs Established: features, verticalpodautoscalers");
+
+    let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let stored = mutating
+        .get("nodescope")
+        .await
+        .unwrap_or_else(|e| panic!("MutatingWebhookConfiguration nodescope: {e}"));
+    let written = manifest("manifests/base/webhooks/mutating.yaml");
+    let webhooks = stored.webhooks.unwrap_or_default();
+    assert_eq!(webhooks.len(), 1);
+    let hook = &webhooks[0];
+    assert_eq!(hook.failure_policy.as_deref(), Some("Ignore"));
+    assert_eq!(hook.side_effects, "None");
+    assert_eq!(hook.timeout_seconds, Some(2));
+    assert_eq!(hook.reinvocation_policy.as_deref(), Some("IfNeeded"));
+    assert_eq!(
+        condition_names(hook.match_conditions.as_deref()),
+        written_condition_names(&written["webhooks"][0])
+    );
+
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
+    let stored = validating
+        .get("nodescope")
+        .await
+        .unwrap_or_else(|e| panic!("ValidatingWebhookConfiguration nodescope: {e}"));
+    let written = manifest("manifests/base/webhooks/validating.yaml");
+    let webhooks = stored.webhooks.unwrap_or_default();
+    let expected = written["webhooks"].as_array().cloned().unwrap_or_default();
+    assert_eq!(webhooks.len(), expected.len());
+    for (hook, written) in webhooks.iter().zip(&expected) {
+        assert_eq!(Some(hook.name.as_str()), written["name"].as_str());
+        assert_eq!(
+            hook.failure_policy.as_deref(),
+            written["failurePolicy"].as_str(),
+            "{}",
+            hook.name
+        );
+        assert_eq!(hook.side_effects, "None", "{}", hook.name);
+        assert_eq!(
+            hook.timeout_seconds.map(i64::from),
+            written["timeoutSeconds"].as_i64(),
+            "{}",
+            hook.name
+        );
+        assert_eq!(
+            condition_names(hook.match_conditions.as_deref()),
+            written_condition_names(written),
+            "{}",
+            hook.name
+        );
+    }
+    println!(
+        "  webhook configurations read back: 1 mutating, {} validating webhooks as written",
+        expected.len()
+    );
+
+    // They point at a Service with no endpoints here (no kubelet runs the
+    // Deployment); the later steps register their own, by URL.
+    mutating
+        .delete("nodescope", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    validating
+        .delete("nodescope", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn condition_names(
+    conditions: Option<&[k8s_openapi::api::admissionregistration::v1::MatchCondition]>,
+) -> Vec<String> {
+    conditions
+        .unwrap_or_default()
+        .iter()
+        .map(|c| c.name.clone())
+        .collect()
+}
+
+fn written_condition_names(webhook: &Value) -> Vec<String> {
+    webhook["matchConditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str().map(str::to_owned))
+        .collect()
+}
