@@ -98,7 +98,7 @@ fn the_crd_names_the_kind_the_user_wrote() {
     assert_eq!(
         errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
         [
-            r#"spec: Invalid value: "object": spec.scope "node" requires spec.targetRef to be an apps/v1 DaemonSet, not kind "Deployment" (apiVersion "apps/v1")"#
+            r#"spec: Invalid value: spec.scope "node" requires spec.targetRef to be an apps/v1 DaemonSet, not kind "Deployment" (apiVersion "apps/v1")"#
         ]
     );
 }
@@ -111,8 +111,6 @@ fn the_crd_quotes_a_bad_scope() {
     ));
     assert_eq!(
         errors.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        [
-            r#"spec: Invalid value: "object": spec.scope must be absent, "" or "node", not "cluster""#
-        ]
+        [r#"spec: Invalid value: spec.scope must be absent, "" or "node", not "cluster""#]
     );
 }

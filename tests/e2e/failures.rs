@@ -6,9 +6,10 @@
 
 use crate::common;
 use crate::mutation::{resources, STORE};
+use crate::support::cluster::{self, dry_run_create, dry_run_pod};
 use crate::support::nodescope as ns;
 use crate::support::{eventually, ControlPlane};
-use crate::watches::{dry_run_create, dry_run_pod, node_scoped_vpa};
+use crate::watches::node_scoped_vpa;
 use base64::Engine as _;
 use serde_json::{json, Value};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,7 +18,7 @@ use std::time::Duration;
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    ns::apply_files(&client, &STORE).await;
+    cluster::apply_files(&client, &STORE).await;
     let server = ns::start(plane, &[]).await;
     // The next certificate comes from another CA; the caBundle trusts both,
     // as it does during a real CA rotation.
@@ -32,7 +33,7 @@ pub async fn run(plane: &ControlPlane) {
         for webhook in config["webhooks"].as_array_mut().into_iter().flatten() {
             webhook["clientConfig"]["caBundle"] = json!(bundle);
         }
-        ns::apply(&client, &config).await;
+        cluster::apply(&client, &config).await;
         configs.push(config);
     }
     let vpa = node_scoped_vpa("failures");
@@ -129,7 +130,7 @@ pub async fn run(plane: &ControlPlane) {
     println!("  nodescope stopped: a VPA without scope is admitted (outside matchConditions)");
 
     for config in &configs {
-        ns::delete(&client, config).await;
+        cluster::delete(&client, config).await;
     }
 }
 

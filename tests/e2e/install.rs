@@ -2,12 +2,14 @@
 //! accepted, the CRDs become Established, and the webhook configurations
 //! read back with the settings the manifests give them.
 
+use crate::support::cluster::dry_run_create;
 use crate::support::{eventually, ControlPlane};
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams};
+use nodescope::policy::CrdRules;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -61,12 +63,30 @@ pub async fn run(plane: &ControlPlane) {
         .await;
     }
     println!("  CRDs Established: features, verticalpodautoscalers");
+    crd_rules_speak_as_nodescope_reads_them(plane).await;
 
+    // Read back, then delete at once: they point at a Service with no
+    // endpoints here (no kubelet runs the Deployment), and with them in
+    // place every later step would be refused. The later steps register
+    // their own, by URL.
     let mutating: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
     let stored = mutating
         .get("nodescope")
         .await
         .unwrap_or_else(|e| panic!("MutatingWebhookConfiguration nodescope: {e}"));
+    let stored_validating = validating
+        .get("nodescope")
+        .await
+        .unwrap_or_else(|e| panic!("ValidatingWebhookConfiguration nodescope: {e}"));
+    mutating
+        .delete("nodescope", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    validating
+        .delete("nodescope", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     let written = manifest("manifests/base/webhooks/mutating.yaml");
     let webhooks = stored.webhooks.unwrap_or_default();
     assert_eq!(webhooks.len(), 1);
@@ -80,13 +100,8 @@ pub async fn run(plane: &ControlPlane) {
         written_condition_names(&written["webhooks"][0])
     );
 
-    let validating: Api<ValidatingWebhookConfiguration> = Api::all(client.clone());
-    let stored = validating
-        .get("nodescope")
-        .await
-        .unwrap_or_else(|e| panic!("ValidatingWebhookConfiguration nodescope: {e}"));
     let written = manifest("manifests/base/webhooks/validating.yaml");
-    let webhooks = stored.webhooks.unwrap_or_default();
+    let webhooks = stored_validating.webhooks.unwrap_or_default();
     let expected = written["webhooks"].as_array().cloned().unwrap_or_default();
     assert_eq!(webhooks.len(), expected.len());
     for (hook, written) in webhooks.iter().zip(&expected) {
@@ -115,17 +130,6 @@ pub async fn run(plane: &ControlPlane) {
         "  webhook configurations read back: 1 mutating, {} validating webhooks as written",
         expected.len()
     );
-
-    // They point at a Service with no endpoints here (no kubelet runs the
-    // Deployment); the later steps register their own, by URL.
-    mutating
-        .delete("nodescope", &DeleteParams::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    validating
-        .delete("nodescope", &DeleteParams::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
 }
 
 fn condition_names(
@@ -145,4 +149,38 @@ fn written_condition_names(webhook: &Value) -> Vec<String> {
         .flatten()
         .filter_map(|c| c["name"].as_str().map(str::to_owned))
         .collect()
+}
+
+/// The VPA CRD's own rules, on the real apiserver, say exactly what
+/// nodescope's `CrdRules` says they say (and so, by
+/// tests/crd_policy_parity.rs, what the policy says).
+async fn crd_rules_speak_as_nodescope_reads_them(plane: &ControlPlane) {
+    let client = plane.client().await;
+    let rules = CrdRules::from_crd(&manifest("manifests/components/vpa-crd/vpa-crd.yaml"), "v1")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for (scope, kind) in [
+        ("node", "Deployment"),
+        ("cluster", "DaemonSet"),
+        ("node", "StatefulSet"),
+    ] {
+        let vpa = serde_json::json!({
+            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": "web"}},
+        });
+        let denied = dry_run_create(&client, &vpa)
+            .await
+            .err()
+            .unwrap_or_else(|| panic!("the apiserver admitted {vpa}"));
+        let errors = rules.evaluate(&vpa);
+        assert_eq!(errors.len(), 1, "{errors:?}");
+        assert_eq!(
+            denied,
+            format!(
+                "422 VerticalPodAutoscaler.autoscaling.k8s.io \"web\" is invalid: {}",
+                errors[0]
+            )
+        );
+        println!("  the CRD says, as nodescope reads it: {denied}");
+    }
 }

@@ -3,7 +3,8 @@
 //! pods created through the apiserver in the DaemonSet controller's shape.
 //! What the apiserver stores is what a kubelet would run.
 
-use crate::support::nodescope::{self as ns, FIELD_MANAGER};
+use crate::support::cluster::{self, FIELD_MANAGER};
+use crate::support::nodescope as ns;
 use crate::support::ControlPlane;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, PostParams};
@@ -47,10 +48,10 @@ pub fn resources(pod: &Pod) -> Vec<(String, Value)> {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    ns::apply_files(&client, &STORE).await;
+    cluster::apply_files(&client, &STORE).await;
     let server = ns::start(plane, &[]).await;
     let config = ns::webhook_configuration("mutating.yaml", "e2e-nodescope", &server);
-    ns::apply(&client, &config).await;
+    cluster::apply(&client, &config).await;
 
     // Webhook configurations reach the apiserver's admission chain through
     // an informer; wait until a pod comes back mutated.
@@ -60,7 +61,7 @@ pub async fn run(plane: &ControlPlane) {
         || {
             let client = client.clone();
             async move {
-                let pod = create_pod(&client, &ns::daemonset_pod("node-a-1")).await;
+                let pod = create_pod(&client, &cluster::daemonset_pod("node-a-1")).await;
                 let mutated = pod
                     .metadata
                     .annotations
@@ -101,7 +102,7 @@ pub async fn run(plane: &ControlPlane) {
     println!("  node-a-1: stored with its group's resources and the vpaUpdates annotations");
 
     // Another node's group gives other numbers.
-    let pod = create_pod(&client, &ns::daemonset_pod("node-a-2")).await;
+    let pod = create_pod(&client, &cluster::daemonset_pod("node-a-2")).await;
     assert_eq!(
         resources(&pod)[0].1["requests"],
         json!({"cpu": "80m", "memory": "128Mi"})
@@ -110,7 +111,7 @@ pub async fn run(plane: &ControlPlane) {
 
     // A node without a group: the documented fallback leaves the pod as
     // the DaemonSet wrote it (--missing-node-recommendation none).
-    let pod = create_pod(&client, &ns::daemonset_pod("node-z-9")).await;
+    let pod = create_pod(&client, &cluster::daemonset_pod("node-z-9")).await;
     assert_eq!(
         resources(&pod),
         [
@@ -133,7 +134,7 @@ pub async fn run(plane: &ControlPlane) {
         .contains_key("vpaUpdates"));
     println!("  node-z-9 (no group): stored unchanged, no vpaUpdates");
 
-    ns::delete(&client, &config).await;
+    cluster::delete(&client, &config).await;
 }
 
 pub async fn delete_pod(client: &kube::Client, pod: &Pod) {

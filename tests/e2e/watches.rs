@@ -3,22 +3,14 @@
 //! decision with no restart.
 
 use crate::mutation::{resources, STORE};
-use crate::support::nodescope::{self as ns, FIELD_MANAGER};
+use crate::support::cluster::{self, dry_run_create, dry_run_pod};
+use crate::support::nodescope as ns;
 use crate::support::{eventually, ControlPlane};
-use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Watches deliver within seconds; this only bounds a hang.
 const LIMIT: Duration = Duration::from_secs(30);
-
-pub fn dry_run() -> PostParams {
-    PostParams {
-        dry_run: true,
-        field_manager: Some(FIELD_MANAGER.to_owned()),
-    }
-}
 
 pub fn node_scoped_vpa(name: &str) -> Value {
     json!({
@@ -30,29 +22,6 @@ pub fn node_scoped_vpa(name: &str) -> Value {
     })
 }
 
-/// Creates `object` with `dryRun=All`: the apiserver runs all admission,
-/// webhooks included, and stores nothing.
-pub async fn dry_run_create(
-    client: &kube::Client,
-    object: &Value,
-) -> Result<DynamicObject, String> {
-    let api = ns::dynamic_api(client, object);
-    let typed: DynamicObject = serde_json::from_value(object.clone()).map_err(|e| e.to_string())?;
-    api.create(&dry_run(), &typed).await.map_err(|e| match e {
-        kube::Error::Api(status) => format!("{} {}", status.code, status.message),
-        other => other.to_string(),
-    })
-}
-
-pub async fn dry_run_pod(client: &kube::Client, node: &str) -> Pod {
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "monitoring");
-    let pod: Pod =
-        serde_json::from_value(ns::daemonset_pod(node)).unwrap_or_else(|e| panic!("{e}"));
-    pods.create(&dry_run(), &pod)
-        .await
-        .unwrap_or_else(|e| panic!("dry-run pod for {node}: {e}"))
-}
-
 fn feature(state: &str) -> Value {
     json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
            "metadata": {"name": "vpa-node-scope", "namespace": "kube-system"},
@@ -61,12 +30,12 @@ fn feature(state: &str) -> Value {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    let store = ns::apply_files(&client, &STORE).await;
+    let store = cluster::apply_files(&client, &STORE).await;
     let server = ns::start(plane, &[]).await;
     let mutating = ns::webhook_configuration("mutating.yaml", "e2e-watches", &server);
     let validating = ns::webhook_configuration("validating.yaml", "e2e-watches", &server);
-    ns::apply(&client, &mutating).await;
-    ns::apply(&client, &validating).await;
+    cluster::apply(&client, &mutating).await;
+    cluster::apply(&client, &validating).await;
 
     let vpa = node_scoped_vpa("watched");
     eventually(
@@ -79,7 +48,7 @@ pub async fn run(plane: &ControlPlane) {
     )
     .await;
 
-    ns::apply_status(&client, &feature("TurningOff")).await;
+    cluster::apply_status(&client, &feature("TurningOff")).await;
     let denied = eventually(
         "the same VPA denied once the Feature is TurningOff",
         LIMIT,
@@ -94,7 +63,7 @@ pub async fn run(plane: &ControlPlane) {
         "403 admission webhook \"feature-gates.nodescope.dev\" denied the request: ValidatingAdmissionPolicy 'nodescope-feature-vpa-node-scope' with binding 'nodescope-feature-vpa-node-scope' denied request: feature \"vpa-node-scope\" is TurningOff: no new uses allowed (a VerticalPodAutoscaler with spec.scope \"node\")"
     );
     println!("  Feature vpa-node-scope On -> TurningOff: the next VPA is denied: {denied}");
-    ns::apply_status(&client, &feature("On")).await;
+    cluster::apply_status(&client, &feature("On")).await;
     eventually("admitted again once the Feature is back On", LIMIT, || {
         let (client, vpa) = (client.clone(), vpa.clone());
         async move { dry_run_create(&client, &vpa).await.ok() }
@@ -108,7 +77,7 @@ pub async fn run(plane: &ControlPlane) {
         .unwrap_or_else(|| panic!("the store has the node-exporter VPA"));
     recommended["status"]["recommendationGroups"][0]["containerRecommendations"][0]["target"]
         ["cpu"] = json!("200m");
-    ns::apply_status(&client, &recommended).await;
+    cluster::apply_status(&client, &recommended).await;
     eventually(
         "node-a-1's new recommendation on the next pod",
         LIMIT,
@@ -124,8 +93,8 @@ pub async fn run(plane: &ControlPlane) {
     println!("  VPA node-a-1 cpu target 150m -> 200m: the next pod gets 200m");
 
     // Leave the store as the other steps expect it.
-    ns::apply_files(&client, &STORE[2..]).await;
-    ns::delete(&client, &mutating).await;
-    ns::delete(&client, &validating).await;
+    cluster::apply_files(&client, &STORE[2..]).await;
+    cluster::delete(&client, &mutating).await;
+    cluster::delete(&client, &validating).await;
     drop(server);
 }

@@ -4,6 +4,7 @@
 //! by their own PIDs when the suite ends (also when a test panics, and when
 //! the test binary itself dies: they get SIGKILL with their parent).
 
+pub mod cluster;
 pub mod nodescope;
 mod pki;
 
