@@ -428,6 +428,7 @@ fn rbac_grants_only_get_list_and_watch_without_wildcards() {
         "features",
         "limitranges",
         "namespaces",
+        "nodes",
     ]
     .map(String::from)
     .into();

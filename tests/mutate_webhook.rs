@@ -111,8 +111,8 @@ async fn each_node_gets_a_different_recommendation() {
 }
 
 #[tokio::test]
-async fn node_without_a_group_gets_no_resource_change_and_a_warning() {
-    let server = Server::start(&[]);
+async fn with_the_strict_option_a_node_without_a_group_gets_no_resource_change_and_a_warning() {
+    let server = Server::start(&["--missing-node-recommendation", "none"]);
     let sent: Value = serde_json::from_slice(&review_for_node("node-z-9")).unwrap();
     let out = mutate(&server, review_for_node("node-z-9")).await;
     assert_eq!(out.pod["spec"], sent["request"]["object"]["spec"]);
@@ -127,18 +127,16 @@ async fn node_without_a_group_gets_no_resource_change_and_a_warning() {
 }
 
 #[tokio::test]
-async fn missing_node_can_fall_back_to_the_aggregate_recommendation() {
-    let server = Server::start(&["--missing-node-recommendation", "aggregate"]);
+async fn by_default_a_node_without_a_group_falls_back_to_the_aggregate_recommendation() {
+    let server = Server::start(&[]);
     let out = mutate(&server, review_for_node("node-z-9")).await;
     assert_eq!(
         resources(&out.pod, 0)["requests"],
         json!({"cpu": "120m", "memory": "200Mi"})
     );
     assert_eq!(
-        out.response["warnings"].as_array().map(Vec::len),
-        Some(1),
-        "{}",
-        out.response
+        out.response["warnings"],
+        json!(["no recommendation for node \"node-z-9\" in VerticalPodAutoscaler monitoring/node-exporter; using the VerticalPodAutoscaler-wide recommendation"])
     );
 }
 

@@ -3,8 +3,8 @@
 
 use super::review::{self, GroupVersionName, ReviewError, ReviewVersion};
 use super::{finish, Answer, Decider, Denial, Review, Verdict};
-use crate::mutate::mutate_pod;
 use crate::mutate::pod::PodView;
+use crate::mutate::{mutate_pod, Placement};
 use crate::policy::{validate, AdmissionRequestInput, Json, LazyReview, Shape};
 use std::borrow::Cow;
 
@@ -41,20 +41,11 @@ pub(super) fn decide_mutation(
     if !vpa.applies_at_admission() {
         return (Verdict::allow(), false);
     }
-    let Some(node) = pod.target_node() else {
-        return (
-            Verdict::allow().with_warning(format!(
-                "nodescope: cannot tell which node {} of DaemonSet {namespace}/{daemonset} will run on \
-                 (no spec.nodeName and no single matchFields metadata.name node affinity); resources left unchanged",
-                review.object_ref()
-            )),
-            true,
-        );
-    };
+    let placement = Placement::resolve(&vpa.scope, pod.target_node(), &*decider.store);
     let mutation = mutate_pod(
         pod,
         vpa,
-        node,
+        placement,
         decider.store.limit_ranges(namespace),
         decider.missing_node,
     );

@@ -101,4 +101,6 @@ fn finish<O>(review: &Review<'_, O>, (verdict, errored): (Verdict, bool)) -> Ans
 }
 
 #[cfg(test)]
+mod scope_tests;
+#[cfg(test)]
 mod tests;

@@ -50,10 +50,11 @@ pub enum LogFormat {
 /// `--missing-node-recommendation`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum MissingNode {
-    /// Leave the pod's resources unchanged (and warn).
-    None,
-    /// Use the VPA's DaemonSet-wide `status.recommendation` (and warn).
+    /// Use the VPA's DaemonSet-wide `status.recommendation`, as AEP-10031
+    /// does (and warn); unchanged when there is none.
     Aggregate,
+    /// Leave the pod's resources unchanged (and warn): KEP-4943's reading.
+    None,
 }
 
 impl From<MissingNode> for crate::mutate::MissingNodeRecommendation {
@@ -90,12 +91,13 @@ pub struct ServeArgs {
     /// Directory of ValidatingAdmissionPolicies and bindings, reloaded on change.
     #[arg(long, env = "NODESCOPE_POLICIES", default_value = "policies")]
     pub policies: PathBuf,
-    /// What a pod gets when its VPA has no recommendation for its node.
+    /// What a pod gets when its VPA has no recommendation group for its
+    /// node's scope value, the node is unknown, or the pod names no node.
     #[arg(
         long,
         env = "NODESCOPE_MISSING_NODE_RECOMMENDATION",
         value_enum,
-        default_value = "none"
+        default_value = "aggregate"
     )]
     pub missing_node_recommendation: MissingNode,
     /// How often the file store and the policies are checked for changes, in seconds.
@@ -215,7 +217,7 @@ pub struct DryRunArgs {
     #[arg(long = "as-group")]
     pub as_groups: Vec<String>,
     /// What a pod gets when its VPA has no recommendation for its node.
-    #[arg(long, value_enum, default_value = "none")]
+    #[arg(long, value_enum, default_value = "aggregate")]
     pub missing_node_recommendation: MissingNode,
     /// Output format; `table` on a terminal, `json` otherwise.
     #[arg(short = 'o', long = "output", value_enum)]

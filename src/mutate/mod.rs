@@ -13,10 +13,12 @@
 mod capping;
 pub mod pod;
 pub mod recommendation;
+pub mod scope;
 
 pub mod patch;
 
 pub use self::patch::{Patch, PatchValue};
+pub use self::scope::{NodeLabel, NodeLabels, Placement, ScopeKey};
 
 use crate::quantity::Quantity;
 
@@ -32,15 +34,18 @@ pub const OBSERVED_CONTAINERS_ANNOTATION: &str = "vpaObservedContainers";
 /// Annotation describing what VPA changed (upstream `vpaUpdates`).
 pub const UPDATES_ANNOTATION: &str = "vpaUpdates";
 
-/// What to do when the VPA has no recommendation group for the pod's node
-/// (e.g. a node that joined after the recommender last ran).
+/// What to do when the VPA has no recommendation group for the pod's
+/// placement: a value never seen (a node that joined after the recommender
+/// last ran), a node the store does not know, or a pod without a node.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum MissingNodeRecommendation {
-    /// Leave resources as the DaemonSet template has them.
+    /// Use the VPA's DaemonSet-wide `status.recommendation`, as AEP-10031's
+    /// admission controller does; unchanged when that is absent too.
     #[default]
-    LeaveUnchanged,
-    /// Use the VPA's DaemonSet-wide `status.recommendation`.
     Aggregate,
+    /// Leave resources as the DaemonSet template has them (KEP-4943's
+    /// stricter reading).
+    LeaveUnchanged,
 }
 
 /// The webhook's answer for one pod.
@@ -60,14 +65,15 @@ struct Plan {
     notes: Vec<String>,
 }
 
-/// Computes the patch for `pod` scheduled to `node` under `vpa`.
+/// Computes the patch for `pod` at `placement` (see
+/// [`Placement::resolve`]) under `vpa`.
 ///
 /// Never fails: anything unexpected becomes a warning and that part of the
 /// pod is left unchanged, so the webhook can always admit the pod.
 pub fn mutate_pod(
     pod: &PodView<'_>,
     vpa: &VpaPolicy,
-    node: &str,
+    placement: Placement<'_>,
     limit_ranges: &[LimitRangeItem],
     missing: MissingNodeRecommendation,
 ) -> Mutation {
@@ -83,7 +89,7 @@ pub fn mutate_pod(
         annotation_ops(pod, vpa, &[], false, &mut patch);
         return Mutation { patch, warnings };
     }
-    let recs = select_recommendations(vpa, node, missing, &mut warnings);
+    let recs = select_recommendations(vpa, placement, missing, &mut warnings);
     let plans = match recs {
         Some(recs) => plan_containers(pod, vpa, recs, limit_ranges, &mut warnings),
         None => Vec::new(),
@@ -109,17 +115,37 @@ fn resized_by(pod: &PodView<'_>, vpa: &VpaPolicy) -> bool {
 
 fn select_recommendations<'v>(
     vpa: &'v VpaPolicy,
-    node: &str,
+    placement: Placement<'_>,
     missing: MissingNodeRecommendation,
     warnings: &mut Vec<String>,
 ) -> Option<RecommendationRow<'v>> {
-    if let Some(recs) = vpa.recommendations.node(node) {
-        return Some(recs);
-    }
-    let prefix = format!(
-        "no recommendation for node {node:?} in VerticalPodAutoscaler {}/{}",
-        vpa.namespace, vpa.name
-    );
+    let vpa_ref = format!("VerticalPodAutoscaler {}/{}", vpa.namespace, vpa.name);
+    let prefix = match (placement, &vpa.scope) {
+        (Placement::Group { node, value }, key) => {
+            if let Some(recs) = vpa.recommendations.group(value) {
+                return Some(recs);
+            }
+            match key {
+                ScopeKey::NodeName => format!("no recommendation for node {value:?} in {vpa_ref}"),
+                ScopeKey::Label(key) if value == scope::ABSENT => format!(
+                    "no recommendation for {key} {value:?} (node {node:?} has no {key} label) in {vpa_ref}"
+                ),
+                ScopeKey::Label(key) => {
+                    format!("no recommendation for {key} {value:?} (node {node:?}) in {vpa_ref}")
+                }
+            }
+        }
+        (Placement::UnknownNode { node }, ScopeKey::Label(key)) => format!(
+            "node {node:?} is not in nodescope's Node store, so its {key} label is unknown ({vpa_ref})"
+        ),
+        (Placement::UnknownNode { node }, ScopeKey::NodeName) => {
+            format!("no recommendation for node {node:?} in {vpa_ref}")
+        }
+        (Placement::NoNode, _) => format!(
+            "the pod names no node (no spec.nodeName and no matchFields metadata.name node affinity), \
+             so it has no recommendation group in {vpa_ref}"
+        ),
+    };
     let aggregate = match missing {
         MissingNodeRecommendation::Aggregate => vpa.recommendations.aggregate(),
         MissingNodeRecommendation::LeaveUnchanged => None,

@@ -5,6 +5,7 @@
 //! fails on it. They mirror the upstream API fields they come from, minus the
 //! parts the admission path does not use.
 
+use super::scope::ScopeKey;
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -314,7 +315,7 @@ impl RecommendationTable {
             }
         };
         for (node, recs) in groups {
-            builder.node(Arc::from(node));
+            builder.group(Arc::from(node));
             add(&mut builder, recs);
         }
         if let Some(recs) = aggregate {
@@ -324,9 +325,9 @@ impl RecommendationTable {
         builder.finish()
     }
 
-    /// The recommendation group whose `scopeValue` is `node`.
-    pub fn node(&self, node: &str) -> Option<RecommendationRow<'_>> {
-        let row = *self.rows.get(node)?;
+    /// The recommendation group whose `scopeValue` is `value`.
+    pub fn group(&self, value: &str) -> Option<RecommendationRow<'_>> {
+        let row = *self.rows.get(value)?;
         Some(RecommendationRow {
             table: self,
             row: row as usize,
@@ -341,8 +342,8 @@ impl RecommendationTable {
         })
     }
 
-    /// How many node groups the table holds.
-    pub fn node_count(&self) -> usize {
+    /// How many groups the table holds.
+    pub fn group_count(&self) -> usize {
         self.rows.len()
     }
 }
@@ -367,7 +368,7 @@ pub struct TableBuilder {
 
 impl TableBuilder {
     /// Starts the row of `node` (replacing an earlier group of that node).
-    pub fn node(&mut self, node: Arc<str>) {
+    pub fn group(&mut self, node: Arc<str>) {
         let row = self.start_row();
         self.rows.insert(node, row);
     }
@@ -515,7 +516,9 @@ pub struct VpaPolicy {
     pub update_mode: UpdateMode,
     /// `spec.resourcePolicy.containerPolicies`.
     pub container_policies: Vec<ContainerPolicy>,
-    /// `status.recommendationGroups[]` by `scopeValue` (the node name), and
+    /// `spec.scope`: which value of a pod's node picks its group.
+    pub scope: ScopeKey,
+    /// `status.recommendationGroups[]` by `scopeValue`, and
     /// `status.recommendation`.
     pub recommendations: RecommendationTable,
 }
@@ -659,7 +662,7 @@ mod tests {
             ],
         )];
         let table = RecommendationTable::new([("n1", &recs[..])], None);
-        let row = table.node("n1").unwrap_or_else(|| panic!("no row"));
+        let row = table.group("n1").unwrap_or_else(|| panic!("no row"));
         assert_eq!(
             printed(row, "c"),
             pairs(&[
@@ -678,12 +681,12 @@ mod tests {
         let a = [rec("x", &[("cpu", "1")]), rec("x", &[("cpu", "2")])];
         let b = [rec("y", &[("memory", "1Gi")])];
         let table = RecommendationTable::new([("a", &a[..]), ("b", &b[..])], None);
-        let row = |n: &str| table.node(n).unwrap_or_else(|| panic!("no row {n}"));
+        let row = |n: &str| table.group(n).unwrap_or_else(|| panic!("no row {n}"));
         assert_eq!(printed(row("a"), "x"), pairs(&[("cpu", "1")]));
         assert_eq!(printed(row("a"), "y"), pairs(&[]));
         assert_eq!(printed(row("b"), "y"), pairs(&[("memory", "1Gi")]));
         assert_eq!(printed(row("b"), "x"), pairs(&[]));
-        assert!(table.node("c").is_none());
+        assert!(table.group("c").is_none());
         assert!(table.aggregate().is_none());
     }
 
@@ -693,11 +696,11 @@ mod tests {
         let new = [rec("x", &[("cpu", "3")])];
         let agg = [rec("x", &[("cpu", "250m")])];
         let table = RecommendationTable::new([("a", &old[..]), ("a", &new[..])], Some(&agg));
-        let row = table.node("a").unwrap_or_else(|| panic!("no row"));
+        let row = table.group("a").unwrap_or_else(|| panic!("no row"));
         assert_eq!(printed(row, "x"), pairs(&[("cpu", "3")]));
         let aggregate = table.aggregate().unwrap_or_else(|| panic!("no aggregate"));
         assert_eq!(printed(aggregate, "x"), pairs(&[("cpu", "250m")]));
-        assert_eq!(table.node_count(), 1);
+        assert_eq!(table.group_count(), 1);
         // The replaced row is dropped: one node row plus the aggregate.
         assert_eq!(table.cells.len(), 2 * table.columns.len());
     }

@@ -63,7 +63,7 @@ fn run(
 ) -> Mutation {
     let bytes = serde_json::to_vec(pod).unwrap_or_default();
     let view = PodView::from_json(&bytes).unwrap_or_else(|e| panic!("{e}"));
-    mutate_pod(&view, vpa, NODE, lrs, missing)
+    mutate_pod(&view, vpa, Placement::on_node(NODE), lrs, missing)
 }
 
 fn patch_json(m: &Mutation) -> Value {

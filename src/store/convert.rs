@@ -7,6 +7,7 @@ use crate::mutate::recommendation::{
     ContainerMode, ContainerPolicy, ControlledValues, LimitKind, LimitRangeItem,
     RecommendationTable, ResourceList, TableBuilder, UpdateMode, VpaPolicy,
 };
+use crate::mutate::scope::ScopeKey;
 use crate::quantity::Quantity;
 use serde::Deserialize;
 use serde_json::Value;
@@ -183,7 +184,7 @@ fn recommendation_table(
         return Ok(builder.finish());
     };
     for (i, group) in status.recommendation_groups.iter().enumerate() {
-        builder.node(interner.intern(&group.scope_value));
+        builder.group(interner.intern(&group.scope_value));
         fill_rows(
             &mut builder,
             object,
@@ -207,10 +208,11 @@ pub(crate) fn vpa_ref(meta: &MetaDoc<'_>) -> String {
     )
 }
 
-/// A VPA qualifies for per-node mutation: `scope: node`, targeting a DaemonSet.
-pub(crate) fn node_scoped_daemonset_target(spec: &VpaSpec) -> Option<&str> {
+/// A VPA is nodescope's business when it has a scope (KEP-4943's `node` or
+/// any AEP-10031 label key) and targets an apps/v1 DaemonSet.
+pub(crate) fn scoped_daemonset_target(spec: &VpaSpec) -> Option<&str> {
     let target = spec.target_ref.as_ref()?;
-    (spec.scope.as_deref() == Some("node")
+    (spec.scope.as_deref().is_some_and(|s| !s.is_empty())
         && target.kind == "DaemonSet"
         && target.api_version == "apps/v1"
         && !target.name.is_empty())
@@ -276,7 +278,12 @@ pub(crate) fn vpa_policy(
         container_policies.push(policy);
     }
     let recommendations = recommendation_table(&object, vpa.status.as_ref(), interner)?;
+    let scope = ScopeKey::parse(spec.scope.as_deref().unwrap_or_default(), |key| {
+        interner.intern(key)
+    })
+    .unwrap_or_default();
     Ok(VpaPolicy {
+        scope,
         namespace: vpa
             .metadata
             .namespace

@@ -7,7 +7,7 @@
 //! indexes, whatever the number of nodes per VPA.
 
 use super::convert::{
-    limit_range_items, node_scoped_daemonset_target, vpa_policy, ConvertError, Interner, VpaDoc,
+    limit_range_items, scoped_daemonset_target, vpa_policy, ConvertError, Interner, VpaDoc,
 };
 use crate::manifest::object_ref;
 use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
@@ -20,7 +20,7 @@ use std::sync::Arc;
 /// What one object contributes to a snapshot.
 #[derive(Debug, Clone)]
 pub enum Entry {
-    /// A node-scoped VPA for DaemonSet `daemonset`; `created` orders rivals.
+    /// A scoped VPA for DaemonSet `daemonset`; `created` orders rivals.
     Vpa {
         daemonset: String,
         created: String,
@@ -33,6 +33,11 @@ pub enum Entry {
     },
     /// A Namespace, for `namespaceObject` and namespace selectors.
     Namespace { name: String, object: Arc<Value> },
+    /// A Node's labels, for label scopes (AEP-10031); nothing else of it.
+    Node {
+        name: String,
+        labels: Arc<[(Arc<str>, Arc<str>)]>,
+    },
     /// Anything else: a possible policy param (Feature, ConfigMap, ...).
     Param {
         api_version: String,
@@ -41,7 +46,7 @@ pub enum Entry {
         name: String,
         object: Arc<Value>,
     },
-    /// A VPA that is not node-scoped or does not target a DaemonSet.
+    /// A VPA without a scope or that does not target a DaemonSet.
     Ignored,
     /// An object that cannot be used, with the reason.
     Problem(ConvertError),
@@ -115,7 +120,7 @@ impl Entry {
                 Err(e) => problem(object_ref(&object), "(object)", e),
             };
         }
-        Self::other(object)
+        Self::other(object, interner)
     }
 
     /// Converts one object from its JSON text without building a `Value`
@@ -134,13 +139,13 @@ impl Entry {
             };
         }
         match serde_json::from_str::<Value>(text) {
-            Ok(value) => Self::other(value),
+            Ok(value) => Self::other(value, interner),
             Err(e) => problem("(object)".to_owned(), "(object)", e),
         }
     }
 
     fn vpa(doc: &VpaDoc<'_>, interner: &mut Interner) -> Entry {
-        let Some(daemonset) = node_scoped_daemonset_target(&doc.spec) else {
+        let Some(daemonset) = scoped_daemonset_target(&doc.spec) else {
             return Entry::Ignored;
         };
         match vpa_policy(doc, interner) {
@@ -159,7 +164,7 @@ impl Entry {
         }
     }
 
-    fn other(object: Value) -> Entry {
+    fn other(object: Value, interner: &mut Interner) -> Entry {
         let str_at = |p: &str| {
             object
                 .pointer(p)
@@ -182,6 +187,16 @@ impl Entry {
                     Err(e) => problem(reference, "(object)", e),
                 }
             }
+            ("v1", "Node") => Entry::Node {
+                name: str_at("/metadata/name"),
+                labels: object
+                    .pointer("/metadata/labels")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some((interner.intern(k), interner.intern(v.as_str()?))))
+                    .collect(),
+            },
             ("v1", "Namespace") => Entry::Namespace {
                 name: str_at("/metadata/name"),
                 object: Arc::new(object),

@@ -106,7 +106,7 @@ mod tests {
         let row = snapshot
             .vpa_for("monitoring", daemonset)?
             .recommendations
-            .node("n1")?;
+            .group("n1")?;
         let (_, cpu) = row.target("c").find(|(r, _)| *r == "cpu")?;
         Some(cpu.to_string())
     }

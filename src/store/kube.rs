@@ -6,6 +6,7 @@
 //! [`WatchState`] is plain data, so recorded watch events test it without a
 //! cluster.
 
+use super::nodes::{self, CoveredKeys, LabelKeys};
 use super::{Entry, Interner, Snapshot};
 use crate::metrics::Metrics;
 use futures::{stream, StreamExt};
@@ -38,8 +39,8 @@ impl WatchedKind {
 }
 
 /// The kinds `serve --store kube` watches: VPAs and LimitRanges (all
-/// namespaces or `namespace`), Namespaces, Features, and ConfigMaps in the
-/// namespaces policy params live in.
+/// namespaces or `namespace`), Namespaces, Features, Nodes (metadata only,
+/// see [`nodes`]), and ConfigMaps in the namespaces policy params live in.
 pub fn default_kinds(namespace: Option<&str>, param_namespaces: &[String]) -> Vec<WatchedKind> {
     let ns = namespace.map(str::to_owned);
     let mut kinds = vec![
@@ -62,6 +63,13 @@ pub fn default_kinds(namespace: Option<&str>, param_namespaces: &[String]) -> Ve
             version: "v1",
             kind: "Namespace",
             plural: "namespaces",
+            namespace: None,
+        },
+        WatchedKind {
+            group: "",
+            version: "v1",
+            kind: "Node",
+            plural: "nodes",
             namespace: None,
         },
         WatchedKind {
@@ -98,6 +106,8 @@ pub struct WatchState {
     relisting: HashMap<usize, BTreeMap<Key, Entry>>,
     synced: Vec<bool>,
     interner: Interner,
+    /// The label keys the Node listing kept; `None` when Nodes come whole.
+    covered: Option<CoveredKeys>,
 }
 
 fn key_of(object: &Value) -> Key {
@@ -164,10 +174,20 @@ impl WatchState {
         self.synced.iter().all(|s| *s)
     }
 
+    /// Nodes arrive with only the labels in `covered` (see [`nodes`]).
+    #[must_use]
+    pub fn with_covered_keys(mut self, covered: CoveredKeys) -> Self {
+        self.covered = Some(covered);
+        self
+    }
+
     /// A snapshot of everything currently known.
     #[must_use]
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::from_entries(self.current.values().flat_map(BTreeMap::values))
+        Snapshot::from_entries_covering(
+            self.current.values().flat_map(BTreeMap::values),
+            self.covered.as_ref().map(CoveredKeys::get),
+        )
     }
 }
 
@@ -196,20 +216,40 @@ pub async fn run(
     on_synced: impl FnOnce() + Send + 'static,
 ) {
     let count = kinds.len();
+    let (wanted, wanted_rx) = tokio::sync::watch::channel(LabelKeys::default());
+    let covered = CoveredKeys::default();
+    let state = WatchState::new(count).with_covered_keys(covered.clone());
     let streams = kinds.into_iter().enumerate().map(|(index, kind)| {
-        let resource = kind.api_resource();
-        let api: Api<DynamicObject> = match &kind.namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
+        let events = if (kind.group, kind.kind) == ("", "Node") {
+            nodes::stream(client.clone(), wanted_rx.clone(), covered.clone()).boxed()
+        } else {
+            let resource = kind.api_resource();
+            let api: Api<DynamicObject> = match &kind.namespace {
+                Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
+            watcher::watcher(api, watcher::Config::default())
+                .default_backoff()
+                .boxed()
         };
-        watcher::watcher(api, watcher::Config::default())
-            .default_backoff()
+        events
             .map(move |event| (index, kind.clone(), event))
             .boxed()
     });
+    let publish = move |snapshot: Arc<Snapshot>| {
+        let keys: LabelKeys = Arc::new(snapshot.scope_label_keys());
+        wanted.send_if_modified(|current| {
+            let grew = *current != keys;
+            if grew {
+                *current = keys;
+            }
+            grew
+        });
+        publish(snapshot);
+    };
     apply_events(
         stream::select_all(streams),
-        count,
+        state,
         metrics,
         publish,
         on_synced,
@@ -228,12 +268,11 @@ pub type TaggedEvent = (
 /// streams can drive it: applies events, coalesces bursts, publishes.
 pub async fn apply_events(
     mut events: impl futures::Stream<Item = TaggedEvent> + Unpin,
-    kinds: usize,
+    mut state: WatchState,
     metrics: Metrics,
     publish: impl Fn(Arc<Snapshot>),
     on_synced: impl FnOnce(),
 ) {
-    let mut state = WatchState::new(kinds);
     let mut on_synced = Some(on_synced);
     while let Some((index, kind, event)) = events.next().await {
         let mut changed = handle(&mut state, index, &kind, event, &metrics);
@@ -246,10 +285,15 @@ pub async fn apply_events(
         if changed && state.synced() {
             let snapshot = state.snapshot();
             super::file::report_problems(&snapshot, "kube");
+            // Ready once the Node listing also has every label key the VPAs
+            // name (a new key starts a new listing; see `nodes`).
+            let complete = snapshot.node_labels_complete();
             publish(Arc::new(snapshot));
-            if let Some(f) = on_synced.take() {
-                tracing::info!("store synced with the API server");
-                f();
+            if complete {
+                if let Some(f) = on_synced.take() {
+                    tracing::info!("store synced with the API server");
+                    f();
+                }
             }
         }
     }
@@ -339,7 +383,7 @@ mod tests {
 
     fn target_cpu(snapshot: &Snapshot) -> Option<String> {
         let vpa = snapshot.vpa_for("monitoring", "node-exporter")?;
-        let recs = vpa.recommendations.node("node-a-1")?;
+        let recs = vpa.recommendations.group("node-a-1")?;
         let container = "node-exporter";
         let (_, cpu) = recs.target(container).find(|(r, _)| *r == "cpu")?;
         Some(cpu.to_string())
@@ -352,7 +396,7 @@ mod tests {
         let synced = std::cell::Cell::new(false);
         apply_events(
             stream::iter(events),
-            kinds().len(),
+            WatchState::new(kinds().len()),
             metrics.clone(),
             |s| published.lock().unwrap().push(target_cpu(&s)),
             || synced.set(true),

@@ -1,5 +1,5 @@
-//! Where decisions get cluster state: VPAs, LimitRanges, Namespaces and
-//! policy params, as immutable snapshots swapped atomically.
+//! Where decisions get cluster state: VPAs, LimitRanges, Namespaces, Node
+//! labels and policy params, as immutable snapshots swapped atomically.
 //!
 //! Writers (the file loader, the kube watchers) build a whole new
 //! [`Snapshot`] and publish it; readers load an `Arc` and never lock. Nothing
@@ -10,6 +10,7 @@ pub mod crd;
 mod entry;
 pub mod file;
 pub mod kube;
+pub mod nodes;
 mod snapshot;
 pub mod synthetic;
 

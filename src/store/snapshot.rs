@@ -7,10 +7,14 @@
 use super::convert::{ConvertError, Interner};
 use super::entry::Entry;
 use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
+use crate::mutate::scope::{NodeLabel, NodeLabels};
 use crate::policy::{LabelSelector, PolicyInputs};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// A node's labels as interned (key, value) pairs.
+type LabelPairs = [(Arc<str>, Arc<str>)];
 
 /// Nested maps keyed by owned strings, so lookups by `&str` never allocate.
 type ByName<T> = HashMap<String, T>;
@@ -30,6 +34,13 @@ pub struct Snapshot {
     vpas: ByName<ByName<Arc<VpaPolicy>>>,
     limit_ranges: ByName<Vec<LimitRangeItem>>,
     namespaces: ByName<Arc<Value>>,
+    /// node name -> the labels some scoped VPA names (only those: a label
+    /// scope reads one key, and 5,000 nodes must not cost 5,000 Nodes).
+    nodes: ByName<Box<LabelPairs>>,
+    /// The label keys the node listing kept (`None`: every key, as a file
+    /// store has whole Nodes). Lookups of other keys say "unknown node"
+    /// rather than "absent": the label may just not be listed yet.
+    covered: Option<super::nodes::LabelKeys>,
     /// apiVersion -> kind -> params (Features, ConfigMaps, anything a
     /// binding names).
     params: ByName<ByName<KindParams>>,
@@ -52,9 +63,22 @@ impl Snapshot {
     /// Indexes converted objects. Only `Arc`s are cloned, so this is cheap
     /// enough to run after every burst of watch events.
     pub fn from_entries<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> Self {
-        let mut snapshot = Snapshot::default();
+        Self::from_entries_covering(entries, None)
+    }
+
+    /// As [`Snapshot::from_entries`], for Nodes whose labels were filtered
+    /// down to `covered` keys when they were listed.
+    pub fn from_entries_covering<'e>(
+        entries: impl IntoIterator<Item = &'e Entry>,
+        covered: Option<super::nodes::LabelKeys>,
+    ) -> Self {
+        let mut snapshot = Snapshot {
+            covered,
+            ..Snapshot::default()
+        };
         // (ns, ds) -> (creationTimestamp, name, policy): oldest wins, then name.
         let mut chosen: HashMap<(&str, &str), (&str, &Arc<VpaPolicy>)> = HashMap::new();
+        let mut nodes: Vec<(&str, &LabelPairs)> = Vec::new();
         for entry in entries {
             match entry {
                 Entry::Vpa {
@@ -79,6 +103,7 @@ impl Snapshot {
                 Entry::Namespace { name, object } => {
                     snapshot.namespaces.insert(name.clone(), object.clone());
                 }
+                Entry::Node { name, labels } => nodes.push((name, labels)),
                 Entry::Param {
                     api_version,
                     kind,
@@ -103,6 +128,23 @@ impl Snapshot {
                 Entry::Problem(e) => snapshot.problems.push(e.clone()),
             }
         }
+        let keys: Vec<&str> = {
+            let mut keys: Vec<&str> = chosen
+                .values()
+                .filter_map(|(_, policy)| policy.scope.label_key())
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            keys
+        };
+        for (name, labels) in nodes {
+            let kept = labels
+                .iter()
+                .filter(|(key, _)| keys.binary_search(&&**key).is_ok())
+                .cloned()
+                .collect();
+            snapshot.nodes.insert(name.to_owned(), kept);
+        }
         for ((namespace, daemonset), (_, policy)) in chosen {
             snapshot
                 .vpas
@@ -125,7 +167,36 @@ impl Snapshot {
         self.limit_ranges.get(namespace).map_or(&[], Vec::as_slice)
     }
 
-    /// How many DaemonSets have a node-scoped VPA; for logs and tests.
+    /// How many Nodes the store knows; for logs and tests.
+    #[must_use]
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the node listing has every label key a scoped VPA names.
+    #[must_use]
+    pub fn node_labels_complete(&self) -> bool {
+        self.covered.as_ref().is_none_or(|covered| {
+            self.scope_label_keys()
+                .iter()
+                .all(|key| covered.contains(key))
+        })
+    }
+
+    /// The label keys the scoped VPAs name, which the Node store keeps.
+    #[must_use]
+    pub fn scope_label_keys(&self) -> std::collections::BTreeSet<Arc<str>> {
+        self.vpas
+            .values()
+            .flat_map(HashMap::values)
+            .filter_map(|policy| match &policy.scope {
+                crate::mutate::ScopeKey::Label(key) => Some(key.clone()),
+                crate::mutate::ScopeKey::NodeName => None,
+            })
+            .collect()
+    }
+
+    /// How many DaemonSets have a scoped VPA; for logs and tests.
     #[must_use]
     pub fn vpa_count(&self) -> usize {
         self.vpas.values().map(HashMap::len).sum()
@@ -133,6 +204,21 @@ impl Snapshot {
 
     fn kind_params(&self, api_version: &str, kind: &str) -> Option<&KindParams> {
         self.params.get(api_version)?.get(kind)
+    }
+}
+
+impl NodeLabels for Snapshot {
+    fn node_label(&self, node: &str, key: &str) -> NodeLabel<'_> {
+        if self.covered.as_ref().is_some_and(|c| !c.contains(key)) {
+            return NodeLabel::UnknownNode;
+        }
+        match self.nodes.get(node) {
+            None => NodeLabel::UnknownNode,
+            Some(labels) => labels
+                .iter()
+                .find(|(k, _)| &**k == key)
+                .map_or(NodeLabel::Absent, |(_, v)| NodeLabel::Value(v)),
+        }
     }
 }
 
@@ -204,12 +290,36 @@ mod tests {
     }
 
     #[test]
-    fn vpas_without_node_scope_or_daemonset_target_are_not_indexed() {
+    fn vpas_without_scope_or_daemonset_target_are_not_indexed() {
         let snapshot = Snapshot::build([
             vpa("whole", "2026-01-01T00:00:00Z", "", "DaemonSet"),
             vpa("deploy", "2026-01-01T00:00:00Z", "node", "Deployment"),
+            vpa(
+                "zonal-deploy",
+                "2026-01-01T00:00:00Z",
+                "topology.kubernetes.io/zone",
+                "Deployment",
+            ),
         ]);
         assert_eq!(snapshot.vpa_count(), 0);
+    }
+
+    #[test]
+    fn a_label_scoped_vpa_for_a_daemonset_is_indexed_with_its_key() {
+        let snapshot = Snapshot::build([vpa(
+            "zonal",
+            "2026-01-01T00:00:00Z",
+            "topology.kubernetes.io/zone",
+            "DaemonSet",
+        )]);
+        assert_eq!(
+            snapshot
+                .vpa_for("monitoring", "node-exporter")
+                .map(|v| &v.scope),
+            Some(&crate::mutate::ScopeKey::Label(
+                "topology.kubernetes.io/zone".into()
+            ))
+        );
     }
 
     #[test]

@@ -109,30 +109,25 @@ pub async fn run(plane: &ControlPlane) {
     );
     println!("  node-a-2: stored with node-a-2's group (80m, 128Mi)");
 
-    // A node without a group: the documented fallback leaves the pod as
-    // the DaemonSet wrote it (--missing-node-recommendation none).
+    // A node without a group: the documented fallback (AEP-10031) is the
+    // DaemonSet-wide status.recommendation.
     let pod = create_pod(&client, &cluster::daemonset_pod("node-z-9")).await;
     assert_eq!(
         resources(&pod),
         [
             (
                 "node-exporter".to_owned(),
-                json!({"requests": {"cpu": "102m", "memory": "180Mi"},
-                       "limits": {"cpu": "250m", "memory": "180Mi"}})
+                json!({"requests": {"cpu": "120m", "memory": "200Mi"},
+                       "limits": {"cpu": "294m", "memory": "200Mi"}})
             ),
             (
                 "kube-rbac-proxy".to_owned(),
-                json!({"requests": {"cpu": "10m", "memory": "20Mi"},
+                json!({"requests": {"cpu": "12m", "memory": "24Mi"},
                        "limits": {"cpu": "20m", "memory": "40Mi"}})
             ),
         ]
     );
-    assert!(!pod
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .contains_key("vpaUpdates"));
-    println!("  node-z-9 (no group): stored unchanged, no vpaUpdates");
+    println!("  node-z-9 (no group): stored with the VPA-wide recommendation (120m, 200Mi)");
 
     cluster::delete(&client, &config).await;
 }

@@ -31,7 +31,7 @@ fn mutates_the_captured_daemonset_pod_for_its_node() {
     let m = mutate_pod(
         &pod,
         &fixture_vpa(),
-        node,
+        Placement::on_node(node),
         &[],
         MissingNodeRecommendation::LeaveUnchanged,
     );
@@ -69,7 +69,7 @@ fn mutates_the_captured_daemonset_pod_for_its_node() {
     let second = mutate_pod(
         &again,
         &fixture_vpa(),
-        node,
+        Placement::on_node(node),
         &[],
         MissingNodeRecommendation::LeaveUnchanged,
     );
@@ -83,7 +83,7 @@ fn unknown_node_for_the_captured_pod_only_annotates_and_warns() {
     let m = mutate_pod(
         &pod,
         &fixture_vpa(),
-        "node-z-9",
+        Placement::on_node("node-z-9"),
         &[],
         MissingNodeRecommendation::LeaveUnchanged,
     );
