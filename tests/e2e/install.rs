@@ -63,7 +63,6 @@ pub async fn run(plane: &ControlPlane) {
         .await;
     }
     println!("  CRDs Established: features, verticalpodautoscalers");
-    crd_rules_speak_as_nodescope_reads_them(plane).await;
 
     // Read back, then delete at once: they point at a Service with no
     // endpoints here (no kubelet runs the Deployment), and with them in
@@ -130,6 +129,7 @@ pub async fn run(plane: &ControlPlane) {
         "  webhook configurations read back: 1 mutating, {} validating webhooks as written",
         expected.len()
     );
+    crd_rules_speak_as_nodescope_reads_them(plane).await;
 }
 
 fn condition_names(
