@@ -11,6 +11,7 @@
 //! a webhook again (reinvocation) and a second pass must be a no-op.
 
 mod capping;
+pub mod mark;
 pub mod pod;
 pub mod recommendation;
 pub mod scope;
@@ -23,6 +24,7 @@ pub use self::scope::{NodeLabel, NodeLabels, Placement, ScopeKey};
 use crate::quantity::Quantity;
 
 use self::capping::{Current, PodMember};
+use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
 use self::recommendation::{
     effective_limit_range, resource_name, ContainerMode, ControlledValues, LimitKind,
@@ -78,20 +80,29 @@ pub fn mutate_pod(
     missing: MissingNodeRecommendation,
 ) -> Mutation {
     let mut warnings = Vec::new();
-    // Reinvocation (`reinvocationPolicy: IfNeeded`) shows the webhook its own
-    // output. Upstream's arithmetic floors at LimitRange boundaries and
-    // saturates at int64, so recomputing from already-patched values can move
-    // them by a rounding step; a pod this VPA already resized is therefore
-    // left as it is, which makes every second pass a no-op while the first
-    // stays exactly upstream's.
-    if resized_by(pod, vpa) {
-        let mut patch = Patch::default();
-        annotation_ops(pod, vpa, &[], false, &mut patch);
-        return Mutation { patch, warnings };
-    }
+    // A pod nodescope already resized carries the resources it had before
+    // (see `mark`): recomputing from those gives exactly the first pass's
+    // result, so a reinvocation over nodescope's own output is a no-op and
+    // one after another webhook rewrote the resources restores them.
+    let originals = match Originals::of(pod) {
+        Ok(originals) => originals,
+        Err(reason) => {
+            warnings.push(format!(
+                "{reason}; recomputing from the pod's current resources"
+            ));
+            None
+        }
+    };
     let recs = select_recommendations(vpa, placement, missing, &mut warnings);
     let plans = match recs {
-        Some(recs) => plan_containers(pod, vpa, recs, limit_ranges, &mut warnings),
+        Some(recs) => plan_containers(
+            pod,
+            vpa,
+            recs,
+            limit_ranges,
+            originals.as_ref(),
+            &mut warnings,
+        ),
         None => Vec::new(),
     };
     let mut patch = Patch::default();
@@ -101,16 +112,10 @@ pub fn mutate_pod(
         }
     }
     let resources_changed = !patch.is_empty();
-    annotation_ops(pod, vpa, &plans, resources_changed, &mut patch);
+    let new_mark = (originals.is_none() && !plans.is_empty())
+        .then(|| mark::record(pod, plans.iter().map(|p| p.index)));
+    annotation_ops(pod, vpa, &plans, resources_changed, new_mark, &mut patch);
     Mutation { patch, warnings }
-}
-
-/// Whether the pod's `vpaUpdates` annotation says `vpa` resized it.
-fn resized_by(pod: &PodView<'_>, vpa: &VpaPolicy) -> bool {
-    pod.annotation(UPDATES_ANNOTATION)
-        .and_then(|text| text.strip_prefix("Pod resources updated by "))
-        .and_then(|rest| rest.strip_prefix(vpa.name.as_str()))
-        .is_some_and(|rest| rest.starts_with(": "))
 }
 
 fn select_recommendations<'v>(
@@ -200,6 +205,7 @@ fn plan_containers(
     vpa: &VpaPolicy,
     recs: RecommendationRow<'_>,
     limit_ranges: &[LimitRangeItem],
+    originals: Option<&Originals<'_>>,
     warnings: &mut Vec<String>,
 ) -> Vec<Plan> {
     let mut members = Vec::new();
@@ -219,10 +225,13 @@ fn plan_containers(
         if target.is_empty() {
             continue;
         }
-        let Some(requests) = parse_list(c.requests(), "requests", name, warnings) else {
+        let (requests, limits) = originals
+            .and_then(|o| o.get(name))
+            .unwrap_or((c.requests(), c.limits()));
+        let Some(requests) = parse_list(requests, "requests", name, warnings) else {
             continue;
         };
-        let Some(limits) = parse_list(c.limits(), "limits", name, warnings) else {
+        let Some(limits) = parse_list(limits, "limits", name, warnings) else {
             continue;
         };
         let requests_only =
@@ -364,6 +373,7 @@ fn annotation_ops(
     vpa: &VpaPolicy,
     plans: &[Plan],
     resources_changed: bool,
+    new_mark: Option<String>,
     patch: &mut Patch,
 ) {
     let mut observed = String::new();
@@ -383,6 +393,9 @@ fn annotation_ops(
         }
     }
     wanted.push((OBSERVED_CONTAINERS_ANNOTATION, observed));
+    if let Some(mark) = new_mark {
+        wanted.push((mark::ORIGINAL_RESOURCES_ANNOTATION, mark));
+    }
     if pod.metadata.annotations.is_none() {
         let map = wanted.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         patch.add("/metadata/annotations".to_owned(), PatchValue::Map(map));

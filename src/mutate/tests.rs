@@ -92,6 +92,38 @@ fn add(path: &str, value: Value) -> Value {
     json!({"op": "add", "path": path, "value": value})
 }
 
+/// nodescope's mark (see `mark`): the original resources it recorded.
+fn mark(originals: Value) -> Value {
+    add(
+        "/metadata/annotations/nodescope.dev~1original-resources",
+        json!(originals.to_string()),
+    )
+}
+
+/// The patch without nodescope's mark, and the mark's recorded originals.
+fn split_mark(patch: &Value) -> (Value, Option<Value>) {
+    const KEY: &str = "nodescope.dev/original-resources";
+    let parse = |v: &Value| -> Value {
+        serde_json::from_str(v.as_str().unwrap_or_default()).unwrap_or(Value::Null)
+    };
+    let mut found = None;
+    let mut rest = Vec::new();
+    for op in patch.as_array().into_iter().flatten() {
+        if op["path"] == "/metadata/annotations/nodescope.dev~1original-resources" {
+            found = Some(parse(&op["value"]));
+            continue;
+        }
+        let mut op = op.clone();
+        if op["path"] == "/metadata/annotations" {
+            if let Some(map) = op["value"].as_object_mut() {
+                found = map.remove(KEY).map(|v| parse(&v)).or(found);
+            }
+        }
+        rest.push(op);
+    }
+    (Value::Array(rest), found)
+}
+
 struct Case {
     name: &'static str,
     pod: Value,
@@ -391,7 +423,31 @@ fn produces_the_exact_upstream_patch_for_every_table_case() {
             &case.lrs,
             MissingNodeRecommendation::LeaveUnchanged,
         );
-        assert_eq!(patch_json(&m), case.want, "{}", case.name);
+        // Upstream's patch exactly, plus nodescope's mark: the containers it
+        // planned, each with the resources the pod had.
+        let (upstream, marked) = split_mark(&patch_json(&m));
+        assert_eq!(upstream, case.want, "{}", case.name);
+        let containers = case.pod["spec"]["containers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for (name, recorded) in marked.iter().flat_map(|m| m.as_object()).flatten() {
+            let container = containers
+                .iter()
+                .find(|c| c["name"] == *name)
+                .unwrap_or_else(|| panic!("{}: the mark names {name}", case.name));
+            let resources = &container["resources"];
+            for field in ["requests", "limits"] {
+                assert_eq!(
+                    recorded.get(field),
+                    resources.get(field),
+                    "{}: {name} {field}",
+                    case.name
+                );
+            }
+        }
+        let resized = case.want.to_string().contains("vpaUpdates");
+        assert_eq!(marked.is_some(), resized, "{}: {marked:?}", case.name);
         assert!(m.warnings.is_empty(), "{}: {:?}", case.name, m.warnings);
         assert_idempotent(&case.pod, &case.vpa, &case.lrs);
     }
@@ -418,6 +474,7 @@ fn missing_node_leaves_resources_and_warns_with_the_node_name() {
             add("/spec/containers/0/resources/requests/cpu", json!("1")),
             updates("container 0: cpu request"),
             observed("c1"),
+            mark(json!({"c1": {}})),
         ])
     );
     assert_eq!(m.warnings.len(), 1);
@@ -461,7 +518,8 @@ fn an_unparsable_quantity_in_one_container_leaves_only_that_container_unchanged(
         json!([
             add("/spec/containers/0/resources/requests/cpu", json!("1")),
             updates("container 0: cpu request"),
-            observed("c0, c1")
+            observed("c0, c1"),
+            mark(json!({"c0": {"requests": {"cpu": "10m"}}})),
         ])
     );
     assert_eq!(
@@ -535,38 +593,60 @@ fn a_second_pass_after_an_int64_capped_limit_changes_nothing() {
     assert_idempotent(&p, &v, &[]);
 }
 
-/// What makes reinvocation a no-op: a pod already resized by this VPA keeps
-/// its values even when the recommendation would now say otherwise; one
-/// resized by another VPA (a renamed or replaced one) is resized again.
+/// Reinvocation over nodescope's own output: the mark holds the original
+/// resources, so the pass recomputes the same values and changes nothing,
+/// even though the pod now carries nodescope's values.
 #[test]
-fn a_pod_this_vpa_already_resized_is_left_alone_and_another_vpas_mark_is_not_enough() {
-    let resized = |by: &str| {
-        json!({"metadata": {"annotations": {
-            "vpaUpdates": format!("Pod resources updated by {by}: container 0: cpu request"),
-            "vpaObservedContainers": "c1"}},
-         "spec": {"containers": [{"name": "c1", "resources": {"requests": {"cpu": "100m"}}}]}})
-    };
+fn a_pod_nodescope_already_resized_is_recomputed_from_its_mark_to_the_same_values() {
+    let original = json!([{"name": "c1", "resources": {
+        "requests": {"cpu": "100m"}, "limits": {"cpu": "300m"}}}]);
     let v = vpa(vec![rec("c1", &[("cpu", "250m")])], vec![]);
-    let m = run(
-        &resized("node-exporter"),
-        &v,
-        &[],
-        MissingNodeRecommendation::LeaveUnchanged,
+    let patched = assert_idempotent(&pod(original), &v, &[]);
+    assert_eq!(
+        patched["spec"]["containers"][0]["resources"],
+        json!({"requests": {"cpu": "250m"}, "limits": {"cpu": "750m"}})
     );
-    assert_eq!(patch_json(&m), json!([]));
-    let m = run(
-        &resized("node-exporter-old"),
-        &v,
-        &[],
-        MissingNodeRecommendation::LeaveUnchanged,
+    assert_eq!(
+        patched["metadata"]["annotations"]["nodescope.dev/original-resources"],
+        r#"{"c1":{"limits":{"cpu":"300m"},"requests":{"cpu":"100m"}}}"#
     );
+}
+
+/// Without nodescope's mark, a `vpaUpdates` naming this VPA was written by
+/// someone else (upstream's admission controller, which words it the same
+/// way): nodescope resizes the pod from the values it has now.
+#[test]
+fn a_vpa_updates_annotation_without_the_mark_does_not_stop_nodescope() {
+    let p = json!({"metadata": {"annotations": {
+        "vpaUpdates": "Pod resources updated by node-exporter: container 0: cpu request",
+        "vpaObservedContainers": "c1"}},
+     "spec": {"containers": [{"name": "c1", "resources": {"requests": {"cpu": "100m"}}}]}});
+    let v = vpa(vec![rec("c1", &[("cpu", "250m")])], vec![]);
+    let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
     assert_eq!(
         patch_json(&m),
         json!([
             add("/spec/containers/0/resources/requests/cpu", json!("250m")),
-            updates("container 0: cpu request"),
+            mark(json!({"c1": {"requests": {"cpu": "100m"}}})),
         ])
     );
 }
 
+#[test]
+fn an_unreadable_mark_is_reported_and_written_again() {
+    let p = json!({"metadata": {"annotations": {"nodescope.dev/original-resources": "{oops"}},
+     "spec": {"containers": [{"name": "c1", "resources": {"requests": {"cpu": "100m"}}}]}});
+    let v = vpa(vec![rec("c1", &[("cpu", "250m")])], vec![]);
+    let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
+    assert_eq!(
+        m.warnings,
+        ["annotation nodescope.dev/original-resources: key must be a string at line 1 column 2; recomputing from the pod's current resources"]
+    );
+    assert_eq!(
+        split_mark(&patch_json(&m)).1,
+        Some(json!({"c1": {"requests": {"cpu": "100m"}}}))
+    );
+}
+
 mod fixture;
+mod upstream;

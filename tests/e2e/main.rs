@@ -17,6 +17,7 @@ mod common;
 mod failures;
 mod install;
 mod mutation;
+mod scopes;
 mod support;
 mod watches;
 
@@ -31,6 +32,7 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
+    ("scopes", |p| scopes::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
 ];

@@ -1,0 +1,85 @@
+//! nodescope's own mark on a pod it resized: the container resources as
+//! they were before its first pass.
+//!
+//! Upstream's VPA admission controller also matches DaemonSet pods and,
+//! without AEP-10031's gate, applies the DaemonSet-wide recommendation. It
+//! writes the same `vpaUpdates` annotation naming the same VPA, so that
+//! annotation cannot tell the two passes apart. With the original values
+//! recorded, a reinvoked nodescope recomputes exactly what its first pass
+//! did, whatever another webhook wrote in between, and a pass over its own
+//! output is a no-op.
+
+use super::pod::{JsonMap, PodView, ResourceTexts, Str};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The annotation holding the original resources, as compact JSON:
+/// `{"<container>":{"requests":{...},"limits":{...}}}`.
+pub const ORIGINAL_RESOURCES_ANNOTATION: &str = "nodescope.dev/original-resources";
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct Resources<'a> {
+    #[serde(borrow)]
+    requests: Option<ResourceTexts<'a>>,
+    #[serde(borrow)]
+    limits: Option<ResourceTexts<'a>>,
+}
+
+/// The recorded resources, by container name.
+#[derive(Debug)]
+pub struct Originals<'a>(JsonMap<Str<'a>, Resources<'a>>);
+
+impl<'a> Originals<'a> {
+    /// The mark on `pod`: `Ok(None)` when there is none, `Err` with a
+    /// reason when the annotation is not the JSON nodescope writes.
+    pub fn of(pod: &'a PodView<'_>) -> Result<Option<Self>, String> {
+        let Some(text) = pod.annotation(ORIGINAL_RESOURCES_ANNOTATION) else {
+            return Ok(None);
+        };
+        serde_json::from_str(text)
+            .map(|map| Some(Originals(map)))
+            .map_err(|e| format!("annotation {ORIGINAL_RESOURCES_ANNOTATION}: {e}"))
+    }
+
+    /// The original (requests, limits) of `container`, if it was recorded.
+    #[must_use]
+    pub fn get(
+        &self,
+        container: &str,
+    ) -> Option<(Option<&ResourceTexts<'a>>, Option<&ResourceTexts<'a>>)> {
+        self.0
+            .get(container)
+            .map(|r| (r.requests.as_ref(), r.limits.as_ref()))
+    }
+}
+
+/// The mark for `pod`: the current resources of the containers at
+/// `indices`, as the annotation's value.
+#[must_use]
+pub fn record(pod: &PodView<'_>, indices: impl Iterator<Item = usize>) -> String {
+    let texts = |list: Option<&ResourceTexts<'_>>| -> Option<Value> {
+        list.map(|list| {
+            Value::Object(
+                list.iter()
+                    .map(|(k, v)| (k.to_string(), Value::String(v.0.to_string())))
+                    .collect::<Map<_, _>>(),
+            )
+        })
+    };
+    let mut containers = Map::new();
+    for index in indices {
+        let Some(c) = pod.spec.containers.get(index) else {
+            continue;
+        };
+        let mut entry = Map::new();
+        if let Some(requests) = texts(c.requests()) {
+            entry.insert("requests".to_owned(), requests);
+        }
+        if let Some(limits) = texts(c.limits()) {
+            entry.insert("limits".to_owned(), limits);
+        }
+        containers.insert(c.name.to_string(), Value::Object(entry));
+    }
+    Value::Object(containers).to_string()
+}
