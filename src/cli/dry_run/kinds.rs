@@ -298,17 +298,17 @@ impl Kinds {
     /// `unknown kind "Pods" (apiVersion v1): did you mean "Pod"?`.
     pub fn lookup(&self, api_version: &str, kind: &str) -> Result<&KindInfo, String> {
         let (group, version) = group_version(api_version);
-        let unknown = format!("unknown kind {kind:?} (apiVersion {api_version})");
         match self.info(group, kind) {
             Some(info) if info.versions.iter().any(|v| v == version) => return Ok(info),
             Some(info) => {
                 return Err(format!(
-                    "{unknown}: {kind} is served as {}",
+                    "unknown kind {kind:?} (apiVersion {api_version}): {kind} is served as {}",
                     or_list(info.versions.iter().map(|v| join(group, v)))
                 ))
             }
             None => {}
         }
+        let unknown = format!("unknown kind {kind:?} (apiVersion {api_version})");
         let all = || self.defined.iter().chain(KNOWN.iter());
         let mut elsewhere: Vec<String> = all()
             .filter(|((_, k), _)| k == kind)
