@@ -7,6 +7,7 @@
 pub mod admission;
 pub mod cli;
 pub mod manifest;
+pub mod messages;
 pub mod metrics;
 pub mod mutate;
 pub mod policy;

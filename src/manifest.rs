@@ -121,9 +121,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Manife
         message,
     };
     let values: Vec<Value> = if looks_like_json(text) {
-        vec![serde_json::from_str(text).map_err(|e| syntax(e.to_string()))?]
+        vec![serde_json::from_str(text).map_err(|e| syntax(format!("not valid JSON: {e}")))?]
     } else {
-        serde_saphyr::from_multiple(text).map_err(|e| syntax(e.to_string()))?
+        let options = serde_saphyr::options! { with_snippet: false };
+        serde_saphyr::from_multiple_with_options(text, options)
+            .map_err(|e| syntax(crate::messages::yaml_error(text, &e)))?
     };
     let mut documents = Vec::new();
     for value in values {
@@ -672,10 +674,17 @@ mod tests {
     }
 
     #[test]
-    fn yaml_syntax_error_names_the_file_and_line() {
+    fn a_yaml_syntax_error_names_the_file_the_document_and_the_line_on_one_line() {
         let err = parse_documents("bad.yaml", "kind: A\nmetadata: {name: [\n").unwrap_err();
-        let msg = err.to_string();
-        assert!(msg.starts_with("bad.yaml: "), "{msg}");
-        assert!(msg.contains("line"), "{msg}");
+        assert_eq!(
+            err.to_string(),
+            "bad.yaml: document 1: not valid YAML: unclosed bracket '[' at line 2, column 18"
+        );
+        let text = "# c\n---\n---\nkind: A\n---\nkind: B\n--- \nkind: [\n";
+        let err = parse_documents("bad.yaml", text).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "bad.yaml: document 3: not valid YAML: unclosed bracket '[' at line 8, column 7"
+        );
     }
 }

@@ -70,7 +70,8 @@ pub fn extra_objects() -> Vec<Value> {
 }
 
 /// Whether a document of a policy directory is an object (not a policy, a
-/// binding or a CRD) that installing the directory creates.
+/// binding, a CRD, or the kustomization of a directory such as
+/// `manifests/base/policies`) that installing the directory creates.
 #[must_use]
 pub fn is_installed_object(value: &Value) -> bool {
     !matches!(
@@ -79,6 +80,8 @@ pub fn is_installed_object(value: &Value) -> bool {
             "ValidatingAdmissionPolicy"
                 | "ValidatingAdmissionPolicyBinding"
                 | "CustomResourceDefinition"
+                | "Kustomization"
+                | "Component"
         ) | None
     )
 }

@@ -34,10 +34,12 @@ pub enum Command {
     /// Generate a self-signed CA and a serving certificate.
     Certs(CertsArgs),
     /// Show what the webhook and the policy bundle would say about manifests,
-    /// offline. Exit 0: all admitted; 1: any denied; 2: bad input; 3: internal error.
+    /// offline. Exit 0: all admitted; 1: any denied; 2: bad input or nothing to
+    /// check; 3: internal error.
     DryRun(Box<DryRunArgs>),
     /// Run policy test suites (YAML files of cases with expected results).
-    /// Exit 0: all passed; 1: any failed; 2: bad input; 3: internal error.
+    /// Exit 0: all passed; 1: any failed; 2: bad input or nothing to test; 3:
+    /// internal error.
     Test(TestArgs),
 }
 
@@ -183,10 +185,15 @@ impl Operation {
 #[derive(Debug, Args, Clone)]
 pub struct DryRunArgs {
     /// Manifests to evaluate: a file, a directory (recursively: .yaml, .yml,
-    /// .json) or `-` for stdin; multi-document YAML, `List`s and
-    /// AdmissionReview JSON (replayed as the apiserver sent it). Repeatable.
-    #[arg(short = 'f', long = "filename", required = true)]
+    /// .json; a directory with a kustomization is rendered as -k does) or
+    /// `-` for stdin; multi-document YAML, `List`s and AdmissionReview JSON
+    /// (replayed as the apiserver sent it). Repeatable.
+    #[arg(short = 'f', long = "filename", required_unless_present = "kustomize")]
     pub files: Vec<PathBuf>,
+    /// A kustomization directory, rendered with `kubectl kustomize` (kubectl
+    /// must be on PATH). Repeatable.
+    #[arg(short = 'k', long = "kustomize")]
+    pub kustomize: Vec<PathBuf>,
     /// ValidatingAdmissionPolicies and bindings (a directory or a file); the bundle
     /// built into this binary when omitted.
     #[arg(long)]
@@ -219,9 +226,9 @@ pub struct DryRunArgs {
     /// What a pod gets when its VPA has no recommendation for its node.
     #[arg(long, value_enum, default_value = "aggregate")]
     pub missing_node_recommendation: MissingNode,
-    /// Output format; `table` on a terminal, `json` otherwise.
-    #[arg(short = 'o', long = "output", value_enum)]
-    pub output: Option<DryRunFormat>,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: DryRunFormat,
 }
 
 /// `-o` of `test`.

@@ -32,11 +32,11 @@ pub enum PolicyLoadError {
         source: std::io::Error,
     },
     /// A file is not valid YAML/JSON.
-    #[error("{source_name}: not valid YAML or JSON: {message}")]
+    #[error("{source_name}: {message}")]
     Syntax {
         /// The file (or source name given to `from_documents`).
         source_name: String,
-        /// The parser's message, with its position.
+        /// What is wrong (`not valid YAML: ...`), with its position.
         message: String,
     },
     /// A policy or binding does not have the shape of the v1 API.
@@ -420,7 +420,18 @@ fn typed<T: serde::de::DeserializeOwned>(
             "metadata.name is required".to_owned(),
         ));
     }
-    serde_json::from_value(document).map_err(|e| invalid(source_name, kind, &name, e.to_string()))
+    // The field path: "invalid type: map, expected a sequence" alone does
+    // not say which of a policy's lists is meant.
+    serde_path_to_error::deserialize(document).map_err(|e| {
+        let field = e.path().to_string();
+        let message = crate::messages::plain_serde_message(&e.into_inner().to_string());
+        invalid(
+            source_name,
+            kind,
+            &name,
+            crate::messages::at_field(&field, &message),
+        )
+    })
 }
 
 pub(crate) fn invalid(

@@ -105,7 +105,18 @@ fn problem(object: String, field: &str, error: impl std::fmt::Display) -> Entry 
     Entry::Problem(ConvertError {
         object,
         field: field.to_owned(),
-        reason: error.to_string(),
+        reason: crate::messages::plain_serde_message(&error.to_string()),
+    })
+}
+
+/// A typed read of an object that says which field failed.
+fn typed<'de, T: Deserialize<'de>>(object: &'de Value) -> Result<T, (String, serde_json::Error)> {
+    serde_path_to_error::deserialize(object).map_err(|e| {
+        let field = match e.path().to_string().as_str() {
+            "" | "." => "(object)".to_owned(),
+            path => path.to_owned(),
+        };
+        (field, e.into_inner())
     })
 }
 
@@ -115,9 +126,9 @@ impl Entry {
         let str_at = |p: &str| object.pointer(p).and_then(Value::as_str).unwrap_or("");
         let (api_version, kind) = (str_at("/apiVersion"), str_at("/kind"));
         if (api_version, kind) == VPA {
-            return match VpaDoc::deserialize(&object) {
+            return match typed::<VpaDoc<'_>>(&object) {
                 Ok(doc) => Self::vpa(&doc, interner),
-                Err(e) => problem(object_ref(&object), "(object)", e),
+                Err((field, e)) => problem(object_ref(&object), &field, e),
             };
         }
         Self::other(object, interner)
@@ -176,7 +187,7 @@ impl Entry {
         match (api_version.as_str(), kind.as_str()) {
             ("v1", "LimitRange") => {
                 let reference = object_ref(&object);
-                match serde_json::from_value::<k8s_openapi::api::core::v1::LimitRange>(object) {
+                match typed::<k8s_openapi::api::core::v1::LimitRange>(&object) {
                     Ok(lr) => match limit_range_items(&lr) {
                         Ok(items) => Entry::LimitRange {
                             namespace: lr.metadata.namespace.unwrap_or_default(),
@@ -184,7 +195,7 @@ impl Entry {
                         },
                         Err(e) => Entry::Problem(e),
                     },
-                    Err(e) => problem(reference, "(object)", e),
+                    Err((field, e)) => problem(reference, &field, e),
                 }
             }
             ("v1", "Node") => Entry::Node {

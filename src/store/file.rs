@@ -155,7 +155,7 @@ mod tests {
             "{problems:?}"
         );
         assert!(
-            problems[1].starts_with("VerticalPodAutoscaler/monitoring/typed: (object): invalid type: string \"not a list\", expected a sequence"),
+            problems[1].starts_with("VerticalPodAutoscaler/monitoring/typed: (object): invalid type: string \"not a list\", expected a list"),
             "{problems:?}"
         );
     }

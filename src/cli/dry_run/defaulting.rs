@@ -26,40 +26,6 @@ use std::collections::HashMap;
 
 const PREEMPT_LOWER_PRIORITY: &str = "PreemptLowerPriority";
 
-/// Kinds the apiserver serves cluster-scoped; every other kind is treated as
-/// namespaced (CRDs included, as `Feature` and `VerticalPodAutoscaler` are).
-const CLUSTER_SCOPED: &[&str] = &[
-    "APIService",
-    "CertificateSigningRequest",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "CSIDriver",
-    "CSINode",
-    "CustomResourceDefinition",
-    "FlowSchema",
-    "IngressClass",
-    "MutatingAdmissionPolicy",
-    "MutatingAdmissionPolicyBinding",
-    "MutatingWebhookConfiguration",
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "PriorityClass",
-    "PriorityLevelConfiguration",
-    "RuntimeClass",
-    "StorageClass",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "ValidatingWebhookConfiguration",
-    "VolumeAttachment",
-];
-
-/// Whether objects of `kind` live in a namespace.
-#[must_use]
-pub fn is_namespaced(kind: &str) -> bool {
-    !CLUSTER_SCOPED.contains(&kind)
-}
-
 /// The PriorityClasses the Priority plugin can resolve: the params' and the
 /// two every cluster has.
 #[derive(Debug, Default)]
@@ -113,11 +79,12 @@ impl PriorityClasses {
 }
 
 /// Applies the defaulting in the module docs to `object` (a manifest about
-/// to be sent with `operation`).
-pub fn apply(object: &mut Value, operation: &str, classes: &PriorityClasses) {
+/// to be sent with `operation`), whose kind lives in a namespace when
+/// `namespaced` ([`super::kinds`] knows).
+pub fn apply(object: &mut Value, operation: &str, classes: &PriorityClasses, namespaced: bool) {
     let kind = str_at(object, "/kind").to_owned();
     let api_version = str_at(object, "/apiVersion").to_owned();
-    if is_namespaced(&kind) && str_at(object, "/metadata/namespace").is_empty() {
+    if namespaced && str_at(object, "/metadata/namespace").is_empty() {
         if let Some(Value::Object(meta)) = object.get_mut("metadata") {
             meta.insert("namespace".to_owned(), Value::from("default"));
         }
@@ -221,7 +188,7 @@ mod tests {
                 {"name": "a", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "100m"}}},
                 {"name": "b", "resources": {"limits": {"memory": "2Gi"}}},
                 {"name": "c"}]}});
-        apply(&mut pod, "CREATE", &PriorityClasses::default());
+        apply(&mut pod, "CREATE", &PriorityClasses::default(), true);
         assert_eq!(
             pod["spec"]["containers"][0]["resources"]["requests"],
             json!({"cpu": "100m", "memory": "1Gi"})
@@ -239,14 +206,14 @@ mod tests {
         let mut ds = json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "d", "namespace": "x"},
             "spec": {"template": {"spec": {"containers": [{"name": "a", "resources": {"limits": {"cpu": "1"}}}]}}}});
         let before = ds.clone();
-        apply(&mut ds, "CREATE", &PriorityClasses::default());
+        apply(&mut ds, "CREATE", &PriorityClasses::default(), true);
         assert_eq!(ds, before);
     }
 
     #[test]
     fn a_priorityclass_without_preemption_policy_preempts_lower_priority() {
         let mut pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}, "value": 1});
-        apply(&mut pc, "CREATE", &PriorityClasses::default());
+        apply(&mut pc, "CREATE", &PriorityClasses::default(), false);
         assert_eq!(pc["preemptionPolicy"], "PreemptLowerPriority");
         assert!(pc["metadata"].get("namespace").is_none());
     }
@@ -258,12 +225,12 @@ mod tests {
         let classes = PriorityClasses::from_objects([&class]);
         let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "kube-system"},
             "spec": {"priorityClassName": "node-balloon", "containers": []}});
-        apply(&mut pod, "CREATE", &classes);
+        apply(&mut pod, "CREATE", &classes, true);
         assert_eq!(pod["spec"]["priority"], 1_000_000_000);
         assert_eq!(pod["spec"]["preemptionPolicy"], "Never");
         let mut unknown = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
             "spec": {"priorityClassName": "elsewhere"}});
-        apply(&mut unknown, "CREATE", &classes);
+        apply(&mut unknown, "CREATE", &classes, true);
         assert!(unknown["spec"].get("priority").is_none());
     }
 
@@ -274,7 +241,7 @@ mod tests {
         let classes = PriorityClasses::from_objects([&class]);
         let mut pod =
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {}});
-        apply(&mut pod, "CREATE", &classes);
+        apply(&mut pod, "CREATE", &classes, true);
         assert_eq!(
             pod["spec"],
             json!({"priorityClassName": "everyone", "priority": 7, "preemptionPolicy": "PreemptLowerPriority"})

@@ -1,22 +1,23 @@
-//! Reading what `-f`, `--params`, `--recommendations` and `--old` name:
-//! files, directories, stdin; multi-document YAML, JSON, `List`s and
+//! Parsing what `-f`, `-k`, `--params`, `--recommendations` and `--old`
+//! name (read by [`super::sources`]): multi-document YAML, JSON, `List`s and
 //! AdmissionReviews. Every document keeps where it came from (file,
 //! document number, line) so every complaint can point at it.
 
-use crate::manifest::{collect_files, ManifestError};
 use serde_json::Value;
 use std::fmt;
-use std::io::Read;
-use std::path::Path;
 
 /// Where a document came from, for messages: `file: document 2 (line 14)`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Location {
-    /// The file as given (or found under a directory), `<stdin>` for `-`.
+    /// The file as given (or found under a directory), `<stdin>` for `-`;
+    /// the kustomization file for what a kustomization renders.
     #[serde(rename = "file")]
     pub source: String,
-    /// 1-based number of the document in the file (empty documents skipped).
-    pub document: usize,
+    /// 1-based number of the document in the file (empty documents
+    /// skipped); `None` for an object written inline in a test suite,
+    /// whose `source` then names its field.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document: Option<usize>,
     /// 1-based number of the item, for documents that are `List`s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item: Option<usize>,
@@ -27,7 +28,10 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: document {}", self.source, self.document)?;
+        write!(f, "{}", self.source)?;
+        if let Some(document) = self.document {
+            write!(f, ": document {document}")?;
+        }
         if let Some(item) = self.item {
             write!(f, ", item {item}")?;
         }
@@ -35,6 +39,19 @@ impl fmt::Display for Location {
             write!(f, " (line {line})")?;
         }
         Ok(())
+    }
+}
+
+impl Location {
+    /// The SOURCE column: `file#document`, `file#document.item` for a
+    /// `List`'s item.
+    #[must_use]
+    pub fn short(&self) -> String {
+        match (self.document, self.item) {
+            (Some(document), Some(item)) => format!("{}#{document}.{item}", self.source),
+            (Some(document), None) => format!("{}#{document}", self.source),
+            (None, _) => self.source.clone(),
+        }
     }
 }
 
@@ -66,58 +83,8 @@ impl InputError {
     }
 }
 
-impl From<ManifestError> for InputError {
-    fn from(error: ManifestError) -> Self {
-        match error {
-            ManifestError::Io { path, source } => Self::File {
-                path,
-                message: source.to_string(),
-            },
-            ManifestError::Syntax { path, message } => Self::File { path, message },
-        }
-    }
-}
-
 /// The name standard input goes by in messages.
 pub const STDIN: &str = "<stdin>";
-
-/// Reads every document under each of `paths` (`-` is stdin, read once).
-///
-/// # Errors
-/// The first unreadable file or syntax error.
-pub fn read_all(paths: &[impl AsRef<Path>]) -> Result<Vec<SourceDocument>, InputError> {
-    let mut documents = Vec::new();
-    let mut stdin_read = false;
-    for path in paths {
-        let path = path.as_ref();
-        if path == Path::new("-") {
-            if stdin_read {
-                return Err(InputError::Usage(
-                    "`-` (stdin) can be given only once".to_owned(),
-                ));
-            }
-            stdin_read = true;
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| InputError::File {
-                    path: STDIN.to_owned(),
-                    message: e.to_string(),
-                })?;
-            documents.extend(parse(STDIN, &text)?);
-            continue;
-        }
-        for file in collect_files(path, &[])? {
-            let name = file.display().to_string();
-            let text = std::fs::read_to_string(&file).map_err(|e| InputError::File {
-                path: name.clone(),
-                message: e.to_string(),
-            })?;
-            documents.extend(parse(&name, &text)?);
-        }
-    }
-    Ok(documents)
-}
 
 /// Parses one file's text: JSON when it starts with `{` or `[`, else
 /// multi-document YAML. `List`s (and top-level JSON arrays) are flattened.
@@ -149,7 +116,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError
     {
         let location = Location {
             source: source.to_owned(),
-            document: number + 1,
+            document: Some(number + 1),
             item: None,
             line,
         };
@@ -215,7 +182,7 @@ fn parse_yaml(source: &str, text: &str) -> Result<Vec<LinedValue>, InputError> {
     }
     parse_yaml_chunk(text, 0).map_err(|e| InputError::File {
         path: source.to_owned(),
-        message: format!("not valid YAML: {e}"),
+        message: crate::messages::yaml_error(text, &e),
     })
 }
 
@@ -303,25 +270,29 @@ pub(crate) fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
 /// # Errors
 /// What is missing, at the document's location.
 pub fn check_object(document: &SourceDocument) -> Result<(), InputError> {
-    let value = &document.value;
-    let fail = |message: &str| Err(InputError::document(&document.location, message));
+    match object_problem(&document.value) {
+        Some(problem) => Err(InputError::document(&document.location, problem)),
+        None => Ok(()),
+    }
+}
+
+/// What keeps `value` from being a Kubernetes object, if anything.
+#[must_use]
+pub fn object_problem(value: &Value) -> Option<String> {
     if !value.is_object() {
-        return fail("not an object (a mapping with apiVersion, kind and metadata)");
+        return Some("not an object (a mapping with apiVersion, kind and metadata)".to_owned());
     }
-    match value.get("kind") {
-        None => return fail("no `kind`"),
-        Some(Value::String(kind)) if !kind.is_empty() => {}
-        Some(_) => return fail("`kind` must be a non-empty string"),
-    }
-    match value.get("apiVersion") {
-        None => return fail("no `apiVersion`"),
-        Some(Value::String(v)) if !v.is_empty() => {}
-        Some(_) => return fail("`apiVersion` must be a non-empty string"),
+    for field in ["kind", "apiVersion"] {
+        match value.get(field) {
+            None => return Some(format!("no `{field}`")),
+            Some(Value::String(text)) if !text.is_empty() => {}
+            Some(_) => return Some(format!("`{field}` must be a non-empty string")),
+        }
     }
     match value.get("metadata") {
         Some(Value::Object(_)) => {}
-        None => return fail("no `metadata`"),
-        Some(_) => return fail("`metadata` must be a mapping"),
+        None => return Some("no `metadata`".to_owned()),
+        Some(_) => return Some("`metadata` must be a mapping".to_owned()),
     }
     for field in ["name", "generateName", "namespace"] {
         if value
@@ -329,15 +300,15 @@ pub fn check_object(document: &SourceDocument) -> Result<(), InputError> {
             .and_then(|m| m.get(field))
             .is_some_and(|v| !v.is_string())
         {
-            return fail(&format!("`metadata.{field}` must be a string"));
+            return Some(format!("`metadata.{field}` must be a string"));
         }
     }
     if str_at(value, "/metadata/name").is_empty()
         && str_at(value, "/metadata/generateName").is_empty()
     {
-        return fail("neither `metadata.name` nor `metadata.generateName` is set");
+        return Some("neither `metadata.name` nor `metadata.generateName` is set".to_owned());
     }
-    Ok(())
+    None
 }
 
 /// Whether a document is an AdmissionReview (replayed as is).
@@ -363,6 +334,8 @@ mod tests {
                 "f.yaml: document 2, item 2 (line 8)"
             ]
         );
+        let sources: Vec<String> = docs.iter().map(|d| d.location.short()).collect();
+        assert_eq!(sources, ["f.yaml#1", "f.yaml#2.1", "f.yaml#2.2"]);
     }
 
     #[test]
@@ -378,27 +351,30 @@ mod tests {
         let docs = parse("big.yaml", &text).unwrap();
         assert_eq!(docs.len(), 20_000);
         assert_eq!(docs[12_345].value["metadata"]["name"], "a12345");
-        assert_eq!(docs[12_345].location.document, 12_346);
+        assert_eq!(docs[12_345].location.document, Some(12_346));
         assert_eq!(docs[12_345].location.line, Some(2 + 12_345 * 6 + 1));
     }
 
     #[test]
-    fn a_syntax_error_in_a_large_file_has_its_line_in_the_file() {
+    fn a_syntax_error_in_a_large_file_has_its_document_and_its_line_in_the_file() {
         let mut text = String::new();
         for i in 0..20_000 {
             text.push_str(&format!("---\nkind: A\nmetadata: {{name: a{i}}}\n"));
         }
         text.push_str("---\nkind: [\n");
         let err = parse("big.yaml", &text).unwrap_err().to_string();
-        assert!(err.contains("at line 60002"), "{err}");
+        assert_eq!(
+            err,
+            "big.yaml: document 20001: not valid YAML: unclosed bracket '[' at line 60002, column 7"
+        );
     }
 
     #[test]
-    fn a_yaml_syntax_error_names_the_file_line_and_column() {
+    fn a_yaml_syntax_error_names_the_file_document_line_and_column() {
         let err = parse("bad.yaml", "kind: A\nmetadata: {name: [\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "bad.yaml: not valid YAML: unclosed bracket '[' at line 2, column 18"
+            "bad.yaml: document 1: not valid YAML: unclosed bracket '[' at line 2, column 18"
         );
     }
 

@@ -9,22 +9,29 @@
 pub mod defaulting;
 pub mod expand;
 pub mod input;
+pub mod junit;
+pub mod kinds;
 pub mod output;
+mod requests;
 pub mod review;
+pub mod sources;
 
 use crate::admission::{self, Decider};
-use crate::cli::{DryRunArgs, DryRunFormat};
+use crate::cli::DryRunArgs;
 use crate::metrics::Webhook;
 use crate::policy::{validate, AdmissionRequestInput, Decision, PolicyLoadError, PolicySet};
 use crate::store::Snapshot;
 use base64::Engine as _;
 use defaulting::PriorityClasses;
 use input::{check_object, is_review, str_at, InputError, Location, SourceDocument};
+use kinds::Kinds;
 use output::{ContainerResources, MutationReport, ObjectReport, Report, Row, Status};
+pub use requests::{requests, RequestOptions};
 use review::User;
 use serde_json::Value;
+use sources::Inputs;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -37,6 +44,10 @@ pub enum RunError {
     /// The policies do not load (exit code 2).
     #[error(transparent)]
     Policies(#[from] PolicyLoadError),
+    /// A VerticalPodAutoscaler or LimitRange the mutation cannot use (exit
+    /// code 2); [`locate`] puts it at its document.
+    #[error("{}: {}", .0.object, field_and_reason(.0))]
+    State(crate::store::ConvertError),
     /// A bug in nodescope (exit code 3).
     #[error("internal error: {0}")]
     Internal(String),
@@ -47,9 +58,42 @@ impl RunError {
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Input(_) | Self::Policies(_) => 2,
+            Self::Input(_) | Self::Policies(_) | Self::State(_) => 2,
             Self::Internal(_) => 3,
         }
+    }
+}
+
+/// `field: reason`, or the reason alone when the whole object is meant.
+fn field_and_reason(problem: &crate::store::ConvertError) -> String {
+    match problem.field.as_str() {
+        "" | "(object)" => problem.reason.clone(),
+        field => format!("{field}: {}", problem.reason),
+    }
+}
+
+/// Puts a problem with a state object at the document it was read from.
+/// The store names objects `Kind/namespace/name` or `Kind namespace/name`.
+#[must_use]
+pub fn locate(error: RunError, documents: &[SourceDocument]) -> RunError {
+    let RunError::State(problem) = error else {
+        return error;
+    };
+    let found = documents.iter().find(|d| {
+        let v = &d.value;
+        let spaced = format!(
+            "{} {}/{}",
+            str_at(v, "/kind"),
+            str_at(v, "/metadata/namespace"),
+            str_at(v, "/metadata/name")
+        );
+        problem.object == crate::manifest::object_ref(v) || problem.object == spaced
+    });
+    match found {
+        Some(document) => {
+            InputError::document(&document.location, field_and_reason(&problem)).into()
+        }
+        None => RunError::State(problem),
     }
 }
 
@@ -58,6 +102,7 @@ impl RunError {
 pub struct Engine {
     decider: Decider,
     classes: PriorityClasses,
+    kinds: Kinds,
 }
 
 /// One request to evaluate, with what the report says about its origin.
@@ -72,34 +117,48 @@ pub struct Request {
     pub review: Value,
 }
 
-/// Loads the policies in `dir` (a directory, or one file), or the bundle
-/// when `None`, with the objects
-/// that installing them creates (the bundle's ConfigMap), which count as
-/// params.
+/// Loads the policies at `path` (a directory, or one file), or the bundle
+/// when `None`, with the objects that installing them creates (the bundle's
+/// ConfigMap), which count as params. `name` is how messages call the path
+/// (`--policies policies`).
 ///
 /// # Errors
-/// When a policy file cannot be read or a policy does not compile.
-pub fn load_policies(dir: Option<&Path>) -> Result<(PolicySet, Vec<Value>), RunError> {
-    match dir {
-        None => Ok((
+/// A missing path, a path that holds no policy (it would check nothing),
+/// an unreadable file, a policy that does not compile.
+pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<Value>), RunError> {
+    let Some(path) = path else {
+        return Ok((
             crate::cli::bundle::policy_set()?,
             crate::cli::bundle::extra_objects(),
-        )),
-        Some(dir) => {
-            let set = if dir.is_file() {
-                PolicySet::load_files(&[dir.to_path_buf()])?
-            } else {
-                PolicySet::load_dir(dir)?
-            };
-            let extras = crate::manifest::read_path(dir, &["tests"])
-                .map_err(InputError::from)?
-                .into_iter()
-                .map(|d| d.value)
-                .filter(crate::cli::bundle::is_installed_object)
-                .collect();
-            Ok((set, extras))
-        }
+        ));
+    };
+    let meta = std::fs::metadata(path)
+        .map_err(|e| InputError::Usage(format!("{name}: {}", sources::reason(&e))))?;
+    let set = if meta.is_file() {
+        PolicySet::load_files(&[path.to_path_buf()])
+    } else {
+        PolicySet::load_dir(path)
     }
+    .map_err(|e| match e {
+        PolicyLoadError::Io { path, source } => RunError::Input(InputError::File {
+            path: path.display().to_string(),
+            message: sources::reason(&source),
+        }),
+        other => RunError::Policies(other),
+    })?;
+    if set.policy_names().is_empty() {
+        return Err(InputError::Usage(format!(
+            "{name}: holds no ValidatingAdmissionPolicy, so there is nothing to check against"
+        ))
+        .into());
+    }
+    let extras = crate::manifest::read_path(path, &["tests"])
+        .map_err(sources::manifest_error)?
+        .into_iter()
+        .map(|d| d.value)
+        .filter(crate::cli::bundle::is_installed_object)
+        .collect();
+    Ok((set, extras))
 }
 
 /// Kinds that, given with `-f`, are also cluster state the rules read.
@@ -123,14 +182,16 @@ impl Engine {
         policies: Arc<PolicySet>,
         mut state: Vec<Value>,
         missing_node: crate::mutate::MissingNodeRecommendation,
+        kinds: Kinds,
     ) -> Result<Self, RunError> {
         let classes = PriorityClasses::from_objects(&state);
         for object in &mut state {
-            defaulting::apply(object, "CREATE", &classes);
+            let namespaced = namespaced(&kinds, object);
+            defaulting::apply(object, "CREATE", &classes, namespaced);
         }
         let store = Snapshot::build(state);
         if let Some(problem) = store.problems.first() {
-            return Err(InputError::Usage(format!("cannot use recommendations: {problem}")).into());
+            return Err(RunError::State(problem.clone()));
         }
         Ok(Self {
             decider: Decider {
@@ -139,12 +200,20 @@ impl Engine {
                 missing_node,
             },
             classes,
+            kinds,
         })
     }
 
     /// Applies the apiserver's defaulting to a manifest.
     pub fn default(&self, object: &mut Value, operation: &str) {
-        defaulting::apply(object, operation, &self.classes);
+        let namespaced = namespaced(&self.kinds, object);
+        defaulting::apply(object, operation, &self.classes, namespaced);
+    }
+
+    /// The kinds this run knows.
+    #[must_use]
+    pub fn kinds(&self) -> &Kinds {
+        &self.kinds
     }
 
     /// Runs the mutation (pods with a VPA) and the validation of one request.
@@ -321,6 +390,14 @@ impl Engine {
     }
 }
 
+/// Whether `object`'s kind lives in a namespace; an object of a kind
+/// nobody checked (one a policy directory installs) is taken to.
+fn namespaced(kinds: &Kinds, object: &Value) -> bool {
+    kinds
+        .lookup(str_at(object, "/apiVersion"), str_at(object, "/kind"))
+        .map_or(true, |served| served.namespaced)
+}
+
 enum MutateError {
     Review(String),
     Internal(String),
@@ -337,150 +414,6 @@ fn result_name(decision: Decision) -> &'static str {
     }
 }
 
-/// What the requests are made of, besides the objects.
-#[derive(Debug, Clone)]
-pub struct RequestOptions<'a> {
-    pub operation: &'a str,
-    /// For UPDATE: the subresource (`resize`, `status`), if any.
-    pub sub_resource: Option<&'a str>,
-    pub user: &'a User,
-    pub nodes: &'a [String],
-}
-
-/// Turns documents from `-f` into requests: reviews are replayed as they
-/// are; manifests are defaulted and wrapped in a review, DaemonSets are
-/// followed by their per-node pods. `old` are the previous versions for
-/// UPDATE, matched by kind, namespace and name.
-///
-/// # Errors
-/// A document that is not an object, or an UPDATE without its old object.
-pub fn requests(
-    engine: &Engine,
-    documents: Vec<SourceDocument>,
-    old: &[Value],
-    options: &RequestOptions<'_>,
-    first_uid: usize,
-) -> Result<Vec<Request>, RunError> {
-    let mut out = Vec::with_capacity(documents.len());
-    let mut uid = first_uid;
-    let mut next_uid = || {
-        uid += 1;
-        format!("nodescope-dry-run-{uid}")
-    };
-    for document in documents {
-        if is_review(&document.value) {
-            let request = document.value.get("request").unwrap_or(&Value::Null);
-            let subject = [request.get("object"), request.get("oldObject")]
-                .into_iter()
-                .flatten()
-                .find(|v| v.is_object());
-            let label = review_label(request, subject);
-            out.push(Request {
-                label,
-                location: Some(document.location),
-                node: None,
-                review: document.value,
-            });
-            continue;
-        }
-        check_object(&document)?;
-        let mut object = document.value;
-        engine.default(&mut object, options.operation);
-        let label = crate::manifest::object_ref(&object);
-        let pods: Vec<(String, Value)> = if options.operation == "CREATE" {
-            options
-                .nodes
-                .iter()
-                .map_while(|node| expand::daemonset_pod(&object, node).map(|p| (node.clone(), p)))
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let review = match options.operation {
-            "DELETE" => review::build(&next_uid(), "DELETE", None, Some(object), options.user),
-            "UPDATE" => {
-                let previous = old.iter().find(|o| same_object(o, &object)).cloned();
-                let previous = match (previous, options.sub_resource) {
-                    (Some(previous), _) => previous,
-                    // A subresource write carries the whole object on both sides.
-                    (None, Some(_)) => object.clone(),
-                    (None, None) => {
-                        return Err(InputError::document(
-                            &document.location,
-                            format!("--operation UPDATE: no old version of {label} in --old"),
-                        )
-                        .into())
-                    }
-                };
-                let mut review = review::build(
-                    &next_uid(),
-                    "UPDATE",
-                    Some(object),
-                    Some(previous),
-                    options.user,
-                );
-                if let Some(sub) = options.sub_resource {
-                    review["request"]["subResource"] = Value::from(sub);
-                    review["request"]["requestSubResource"] = Value::from(sub);
-                }
-                review
-            }
-            op => review::build(&next_uid(), op, Some(object), None, options.user),
-        };
-        out.push(Request {
-            label,
-            location: Some(document.location.clone()),
-            node: None,
-            review,
-        });
-        for (node, mut pod) in pods {
-            engine.default(&mut pod, "CREATE");
-            let label = format!(
-                "Pod/{}/{}[{node}]",
-                str_at(&pod, "/metadata/namespace"),
-                str_at(&pod, "/metadata/generateName")
-            );
-            let review = review::build(
-                &next_uid(),
-                "CREATE",
-                Some(pod),
-                None,
-                &User::daemonset_controller(),
-            );
-            out.push(Request {
-                label,
-                location: Some(document.location.clone()),
-                node: Some(node),
-                review,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn same_object(a: &Value, b: &Value) -> bool {
-    ["/kind", "/metadata/namespace", "/metadata/name"]
-        .iter()
-        .all(|p| str_at(a, p) == str_at(b, p))
-}
-
-fn review_label(request: &Value, subject: Option<&Value>) -> String {
-    let kind = str_at(request, "/kind/kind");
-    let name = match str_at(request, "/name") {
-        "" => subject.map_or("", |s| str_at(s, "/metadata/generateName")),
-        name => name,
-    };
-    let name = if name.is_empty() { "<no name>" } else { name };
-    let sub = match str_at(request, "/subResource") {
-        "" => String::new(),
-        sub => format!(" ({sub})"),
-    };
-    match str_at(request, "/namespace") {
-        "" => format!("{kind}/{name}{sub}"),
-        ns => format!("{kind}/{ns}/{name}{sub}"),
-    }
-}
-
 /// `nodescope dry-run`: prints the report and returns the exit code (0 all
 /// admitted, 1 any denied).
 ///
@@ -488,32 +421,51 @@ fn review_label(request: &Value, subject: Option<&Value>) -> String {
 /// Input and policy errors (exit 2), internal errors (exit 3).
 pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     use std::io::IsTerminal;
-    let terminal = std::io::stdout().is_terminal();
-    let format = args.output.unwrap_or(if terminal {
-        DryRunFormat::Table
-    } else {
-        DryRunFormat::Json
-    });
-    let colour = use_colour(terminal, std::env::var_os("NO_COLOR").as_deref());
+    let colour = use_colour(
+        std::io::stdout().is_terminal(),
+        std::env::var_os("NO_COLOR").as_deref(),
+    );
     if args.operation != crate::cli::Operation::Update && !args.old.is_empty() {
         return Err(InputError::Usage("--old is only used with --operation UPDATE".into()).into());
     }
-    let (policies, mut state) = load_policies(args.policies.as_deref())?;
-    state.extend(read_objects(&args.params)?);
-    state.extend(read_objects(&args.recommendations)?);
-    let documents = input::read_all(&args.files)?;
-    state.extend(
+    let policies_name = args
+        .policies
+        .as_ref()
+        .map(|p| format!("--policies {}", p.display()))
+        .unwrap_or_default();
+    let (policies, mut state) = load_policies(args.policies.as_deref(), &policies_name)?;
+    let mut inputs = Inputs::default();
+    let params = inputs.read("--params", &args.params)?;
+    let recommendations = inputs.read("--recommendations", &args.recommendations)?;
+    let mut documents = inputs.read("-f", &args.files)?;
+    documents.extend(inputs.kustomize(&args.kustomize)?);
+    let old = inputs.read("--old", &args.old)?;
+    let mut kinds = Kinds::default();
+    for document in params.iter().chain(&recommendations).chain(&documents) {
+        kinds
+            .learn(&document.value)
+            .map_err(|why| InputError::document(&document.location, why))?;
+    }
+    for document in params.iter().chain(&recommendations).chain(&old) {
+        check_state(&kinds, document)?;
+    }
+    let mut located = params;
+    located.extend(recommendations);
+    located.extend(
         documents
             .iter()
             .filter(|d| !is_review(&d.value) && is_param_kind(&d.value))
-            .map(|d| d.value.clone()),
+            .cloned(),
     );
+    state.extend(located.iter().map(|d| d.value.clone()));
     let engine = Engine::new(
         Arc::new(policies),
         state,
         args.missing_node_recommendation.into(),
-    )?;
-    let mut old = read_objects(&args.old)?;
+        kinds,
+    )
+    .map_err(|e| locate(e, &located))?;
+    let mut old: Vec<Value> = old.into_iter().map(|d| d.value).collect();
     for object in &mut old {
         engine.default(object, "CREATE");
     }
@@ -532,8 +484,11 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     let report = Report::new(objects);
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    output::write(&mut out, &report, format, colour)
-        .and_then(|()| out.flush().map_err(|e| e.to_string()))
+    output::write(&mut out, &report, args.output, colour)
+        .and_then(|()| {
+            out.flush()
+                .map_err(|e| format!("cannot write the report: {}", sources::reason(&e)))
+        })
         .map_err(RunError::Internal)?;
     Ok(if report.summary.denied > 0 {
         ExitCode::from(1)
@@ -542,21 +497,28 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     })
 }
 
+/// Checks an object of `--params`, `--recommendations` or `--old`: it must
+/// be a Kubernetes object of a known kind, or a misspelt Feature would
+/// silently turn a policy off.
+///
+/// # Errors
+/// What is wrong, at the document's location.
+pub fn check_state(kinds: &Kinds, document: &SourceDocument) -> Result<(), InputError> {
+    check_object(document)?;
+    kinds
+        .lookup(
+            str_at(&document.value, "/apiVersion"),
+            str_at(&document.value, "/kind"),
+        )
+        .map(|_| ())
+        .map_err(|why| InputError::document(&document.location, why))
+}
+
 /// Colour only on a terminal, and never when `NO_COLOR` is set (to
 /// anything, even empty).
 #[must_use]
 pub fn use_colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
     terminal && no_color.is_none()
-}
-
-/// Reads objects for `--params`, `--recommendations` and `--old`; each must
-/// be a Kubernetes object.
-fn read_objects(paths: &[PathBuf]) -> Result<Vec<Value>, RunError> {
-    let documents = input::read_all(paths)?;
-    documents
-        .into_iter()
-        .map(|d| check_object(&d).map(|()| d.value).map_err(RunError::from))
-        .collect()
 }
 
 #[cfg(test)]

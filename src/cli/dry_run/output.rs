@@ -1,6 +1,6 @@
 //! The dry-run report and its four renderings: a table for people, JSON and
 //! YAML (one schema, documented in docs/dry-run.md) for programs, JUnit XML
-//! for CI systems.
+//! ([`super::junit`]) for CI systems.
 
 use super::input::Location;
 use crate::cli::DryRunFormat;
@@ -172,7 +172,7 @@ pub fn write(
     format: DryRunFormat,
     colour: bool,
 ) -> Result<(), String> {
-    let io = |e: std::io::Error| e.to_string();
+    let io = |e: std::io::Error| format!("cannot write the report: {}", super::sources::reason(&e));
     match format {
         DryRunFormat::Table => table(out, report, colour).map_err(io),
         DryRunFormat::Json => {
@@ -183,17 +183,21 @@ pub fn write(
             let text = serde_saphyr::to_string(report).map_err(|e| e.to_string())?;
             out.write_all(text.as_bytes()).map_err(io)
         }
-        DryRunFormat::Junit => junit(out, report).map_err(io),
+        DryRunFormat::Junit => super::junit::write(out, report).map_err(io),
     }
 }
 
-const HEADERS: [&str; 5] = ["OBJECT", "POLICY", "BINDING", "RESULT", "MESSAGE"];
+const HEADERS: [&str; 6] = ["OBJECT", "SOURCE", "POLICY", "BINDING", "RESULT", "MESSAGE"];
+/// The column whose cell is coloured by its value.
+const RESULT: usize = 4;
+/// The last column, which is not padded.
+const MESSAGE: usize = 5;
 
 fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result<()> {
-    let rows: Vec<Vec<[String; 5]>> = report.objects.iter().map(object_rows).collect();
+    let rows: Vec<Vec<[String; 6]>> = report.objects.iter().map(object_rows).collect();
     let mut widths = HEADERS.map(str::len);
     for row in rows.iter().flatten() {
-        for (width, cell) in widths.iter_mut().zip(row.iter()).take(4) {
+        for (width, cell) in widths.iter_mut().zip(row.iter()).take(MESSAGE) {
             *width = (*width).max(cell.chars().count());
         }
     }
@@ -204,23 +208,23 @@ fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result
             text.to_owned()
         }
     };
-    let line = |cells: &[String; 5], result_code: &str| {
+    let line = |cells: &[String; 6], result_code: &str| {
         let mut text = String::new();
-        for (i, cell) in cells.iter().enumerate().take(4) {
+        for (i, cell) in cells.iter().enumerate().take(MESSAGE) {
             let padded = format!("{cell:<width$}  ", width = widths[i]);
-            if i == 3 {
+            if i == RESULT {
                 text.push_str(&paint(&padded, result_code));
             } else {
                 text.push_str(&padded);
             }
         }
-        text.push_str(&cells[4]);
+        text.push_str(&cells[MESSAGE]);
         text.trim_end().to_owned()
     };
     writeln!(out, "{}", line(&HEADERS.map(str::to_owned), ""))?;
     for (object, rows) in report.objects.iter().zip(&rows) {
         for row in rows {
-            writeln!(out, "{}", line(row, result_colour(&row[3])))?;
+            writeln!(out, "{}", line(row, result_colour(&row[RESULT])))?;
         }
         if let Some(status) = &object.status {
             let text = format!(
@@ -244,10 +248,21 @@ fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result
     )
 }
 
-fn object_rows(object: &ObjectReport) -> Vec<[String; 5]> {
+/// The SOURCE cell: where the object was read, so that two objects of the
+/// same name (a PriorityClass given twice) can be told apart.
+fn source_cell(object: &ObjectReport) -> String {
+    object
+        .source
+        .as_ref()
+        .map_or_else(|| "-".to_owned(), Location::short)
+}
+
+fn object_rows(object: &ObjectReport) -> Vec<[String; 6]> {
+    let source = source_cell(object);
     if object.results.is_empty() {
         return vec![[
             object.object.clone(),
+            source,
             "-".to_owned(),
             "-".to_owned(),
             "allow".to_owned(),
@@ -260,6 +275,7 @@ fn object_rows(object: &ObjectReport) -> Vec<[String; 5]> {
         .map(|row| {
             [
                 object.object.clone(),
+                source.clone(),
                 row.policy.clone(),
                 binding_label(row),
                 row.result.to_owned(),
@@ -269,7 +285,7 @@ fn object_rows(object: &ObjectReport) -> Vec<[String; 5]> {
         .collect()
 }
 
-fn binding_label(row: &Row) -> String {
+pub(super) fn binding_label(row: &Row) -> String {
     match &row.param {
         Some(param) => format!("{} ({param})", row.binding),
         None => row.binding.clone(),
@@ -287,7 +303,10 @@ fn result_colour(result: &str) -> &'static str {
     }
 }
 
-fn mutation_lines(out: &mut impl Write, mutation: &MutationReport) -> std::io::Result<()> {
+pub(super) fn mutation_lines(
+    out: &mut impl Write,
+    mutation: &MutationReport,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "  mutation: {} patch operation(s)",
@@ -325,99 +344,6 @@ fn resource_list(list: &BTreeMap<String, Value>) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-fn junit(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
-    let mut cases = String::new();
-    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
-    for object in &report.objects {
-        let class = xml(&object.object);
-        let mut case = |name: &str, body: String| {
-            tests += 1;
-            cases.push_str(&format!(
-                "    <testcase classname=\"{class}\" name=\"{}\">{body}</testcase>\n",
-                xml(name)
-            ));
-        };
-        if object.results.is_empty() {
-            case("no policy binding matches", String::new());
-        }
-        for row in &object.results {
-            let message = xml(row.message.as_deref().unwrap_or(""));
-            let body = match row.result {
-                "deny" => {
-                    failures += 1;
-                    let full = object.status.as_ref().map_or("", |s| s.message.as_str());
-                    format!(
-                        "\n      <failure type=\"deny\" message=\"{message}\">{}</failure>\n    ",
-                        xml(full)
-                    )
-                }
-                "error" => {
-                    errors += 1;
-                    format!("\n      <error type=\"error\" message=\"{message}\"/>\n    ")
-                }
-                "skip" => {
-                    skipped += 1;
-                    format!("\n      <skipped message=\"{message}\"/>\n    ")
-                }
-                "warn" | "audit" => {
-                    format!(
-                        "\n      <system-out>{}: {message}</system-out>\n    ",
-                        row.result
-                    )
-                }
-                _ => String::new(),
-            };
-            case(&format!("{}/{}", row.policy, binding_label(row)), body);
-        }
-        if let Some(mutation) = &object.mutation {
-            let mut text = Vec::new();
-            mutation_lines(&mut text, mutation)?;
-            for warning in &mutation.warnings {
-                text.extend_from_slice(format!("  warning: {warning}\n").as_bytes());
-            }
-            case(
-                "nodescope mutation",
-                format!(
-                    "\n      <system-out>{}</system-out>\n    ",
-                    xml(&String::from_utf8_lossy(&text))
-                ),
-            );
-        }
-    }
-    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
-    writeln!(
-        out,
-        "<testsuites name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
-    )?;
-    writeln!(
-        out,
-        "  <testsuite name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
-    )?;
-    out.write_all(cases.as_bytes())?;
-    writeln!(out, "  </testsuite>")?;
-    writeln!(out, "</testsuites>")
-}
-
-/// Escapes text for XML attributes and content (control characters other
-/// than tab and newline are not allowed in XML 1.0 and are dropped).
-#[must_use]
-pub fn xml(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' => out.push_str("&#10;"),
-            c if c == '\t' || c >= ' ' => out.push(c),
-            _ => {}
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Building the AdmissionReview the apiserver would send for a manifest, so
 //! the CLI enters the webhook's pipeline at "review".
 
-use super::defaulting::is_namespaced;
 use super::input::str_at;
+use super::kinds::KindInfo;
 use serde_json::{json, Map, Value};
 
 /// `request.userInfo`: who makes the request.
@@ -39,41 +39,6 @@ impl User {
     }
 }
 
-/// Resources of the kinds nodescope's rules are about; other kinds get the
-/// usual English plural of the lowercased kind.
-const RESOURCES: &[(&str, &str)] = &[
-    ("ConfigMap", "configmaps"),
-    ("DaemonSet", "daemonsets"),
-    ("Feature", "features"),
-    ("LimitRange", "limitranges"),
-    ("Namespace", "namespaces"),
-    ("Pod", "pods"),
-    ("PriorityClass", "priorityclasses"),
-    ("VerticalPodAutoscaler", "verticalpodautoscalers"),
-];
-
-/// The REST resource of `kind`, e.g. `PriorityClass` -> `priorityclasses`.
-#[must_use]
-pub fn resource_for(kind: &str) -> String {
-    if let Some((_, resource)) = RESOURCES.iter().find(|(k, _)| *k == kind) {
-        return (*resource).to_owned();
-    }
-    let lower = kind.to_lowercase();
-    if let Some(stem) = lower.strip_suffix('y') {
-        if !stem.ends_with(['a', 'e', 'i', 'o', 'u']) {
-            return format!("{stem}ies");
-        }
-    }
-    if lower.ends_with('s')
-        || lower.ends_with('x')
-        || lower.ends_with("ch")
-        || lower.ends_with("sh")
-    {
-        return format!("{lower}es");
-    }
-    format!("{lower}s")
-}
-
 /// `(group, version)` of an `apiVersion`: `apps/v1` -> `("apps", "v1")`.
 #[must_use]
 pub fn group_version(api_version: &str) -> (&str, &str) {
@@ -81,10 +46,12 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
 }
 
 /// The AdmissionReview for `operation` on `object` (CREATE, UPDATE) or
-/// `old_object` (UPDATE, DELETE), with `dryRun: true`.
+/// `old_object` (UPDATE, DELETE), with `dryRun: true`, for an object of a
+/// kind served as `served`.
 ///
 /// The caller guarantees that the object has a kind and apiVersion
-/// ([`super::input::check_object`]).
+/// ([`super::input::check_object`]) and looked the kind up
+/// ([`super::kinds::Kinds::lookup`]).
 #[must_use]
 pub fn build(
     uid: &str,
@@ -92,6 +59,7 @@ pub fn build(
     object: Option<Value>,
     old_object: Option<Value>,
     user: &User,
+    served: &KindInfo,
 ) -> Value {
     let subject = object
         .as_ref()
@@ -103,13 +71,13 @@ pub fn build(
     let name = str_at(subject, "/metadata/name").to_owned();
     let namespace = if kind == "Namespace" {
         name.clone()
-    } else if is_namespaced(&kind) {
+    } else if served.namespaced {
         str_at(subject, "/metadata/namespace").to_owned()
     } else {
         String::new()
     };
     let gvk = json!({"group": group, "version": version, "kind": kind});
-    let gvr = json!({"group": group, "version": version, "resource": resource_for(&kind)});
+    let gvr = json!({"group": group, "version": version, "resource": served.resource});
     let options_kind = match operation {
         "UPDATE" => "UpdateOptions",
         "DELETE" => "DeleteOptions",
@@ -148,17 +116,12 @@ pub fn build(
 mod tests {
     use super::*;
 
-    #[test]
-    fn resources_are_the_table_entries_or_an_english_plural() {
-        assert_eq!(resource_for("PriorityClass"), "priorityclasses");
-        assert_eq!(
-            resource_for("VerticalPodAutoscaler"),
-            "verticalpodautoscalers"
-        );
-        assert_eq!(resource_for("NetworkPolicy"), "networkpolicies");
-        assert_eq!(resource_for("Ingress"), "ingresses");
-        assert_eq!(resource_for("Gateway"), "gateways");
-        assert_eq!(resource_for("Deployment"), "deployments");
+    fn served(resource: &str, namespaced: bool) -> KindInfo {
+        KindInfo {
+            resource: resource.to_owned(),
+            namespaced,
+            versions: vec!["v1".to_owned()],
+        }
     }
 
     #[test]
@@ -168,7 +131,14 @@ mod tests {
             username: "alice".into(),
             groups: vec!["devs".into()],
         };
-        let review = build("u1", "CREATE", Some(pod), None, &user);
+        let review = build(
+            "u1",
+            "CREATE",
+            Some(pod),
+            None,
+            &user,
+            &served("pods", true),
+        );
         let request = &review["request"];
         assert_eq!(
             request["resource"],
@@ -188,7 +158,14 @@ mod tests {
     #[test]
     fn a_delete_review_has_only_the_old_object_and_cluster_scope_has_no_namespace() {
         let pc = json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "x"}});
-        let review = build("u", "DELETE", None, Some(pc.clone()), &User::default());
+        let review = build(
+            "u",
+            "DELETE",
+            None,
+            Some(pc.clone()),
+            &User::default(),
+            &served("priorityclasses", false),
+        );
         assert_eq!(review["request"]["object"], Value::Null);
         assert_eq!(review["request"]["oldObject"], pc);
         assert!(review["request"].get("namespace").is_none());

@@ -3,131 +3,72 @@
 //! by the dry-run engine (so by the webhook's own pipeline) and compared
 //! with its expectation. The schema is documented in docs/policy-tests.md.
 
-use crate::cli::dry_run::input::{self, InputError, Location, SourceDocument};
-use crate::cli::dry_run::output::{xml, ObjectReport};
+mod report;
+mod schema;
+
+use crate::cli::dry_run::input::{InputError, Location, SourceDocument};
+use crate::cli::dry_run::kinds::Kinds;
+use crate::cli::dry_run::output::ObjectReport;
 use crate::cli::dry_run::review::User;
+use crate::cli::dry_run::sources::{self, Inputs};
 use crate::cli::dry_run::{self, Engine, RequestOptions, RunError};
 use crate::cli::{TestArgs, TestFormat};
 use crate::policy::PolicySet;
 use regex::Regex;
-use serde::Deserialize;
+use report::CaseResult;
+use schema::{Case, Expect, ExpectedResources};
 use serde_json::Value;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// One suite file.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Suite {
-    /// Defaults to the file name without extension.
-    name: Option<String>,
-    /// Policy directory, relative to the suite file.
-    policies: Option<PathBuf>,
-    /// Objects (inline) or paths (relative to the suite file) for every case.
-    #[serde(default)]
-    params: Vec<Value>,
-    #[serde(default)]
-    recommendations: Vec<Value>,
-    /// Free-form; a place to define YAML anchors that cases refer to.
-    #[serde(default, rename = "fixtures")]
-    _fixtures: Value,
-    cases: Vec<Case>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct Case {
-    name: String,
-    #[serde(default = "create")]
-    operation: String,
-    sub_resource: Option<String>,
-    object: Option<Value>,
-    #[serde(default)]
-    objects: Vec<Value>,
-    old_object: Option<Value>,
-    #[serde(default)]
-    params: Vec<Value>,
-    #[serde(default)]
-    recommendations: Vec<Value>,
-    user: Option<UserSpec>,
-    #[serde(default)]
-    nodes: Vec<String>,
-    expect: Expect,
-}
-
-fn create() -> String {
-    "CREATE".to_owned()
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct UserSpec {
-    #[serde(default)]
-    username: String,
-    #[serde(default)]
-    groups: Vec<String>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Expect {
-    result: String,
-    policy: Option<String>,
-    message: Option<String>,
-    #[serde(default)]
-    resources: BTreeMap<String, ExpectedResources>,
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ExpectedResources {
-    #[serde(default)]
-    requests: BTreeMap<String, Value>,
-    #[serde(default)]
-    limits: BTreeMap<String, Value>,
-}
-
-/// The outcome of one case.
-struct CaseResult {
-    suite: String,
-    case: String,
-    failure: Option<String>,
-}
-
-/// Compiled policies, shared by the suites that name the same directory.
+/// Compiled policies, shared by the suites that name the same path.
 type PolicyCache = HashMap<Option<PathBuf>, Arc<PolicySet>>;
 
 /// Runs the suites under `args.paths`; exit code 1 when any case fails.
 ///
 /// # Errors
-/// An unreadable or malformed suite or policy (exit 2).
+/// An unreadable or malformed suite or policy, and a run that would check
+/// nothing: no suite, a suite without cases, a `--run` that selects none
+/// (exit 2).
 pub fn run_test(args: &TestArgs) -> Result<ExitCode, RunError> {
     let filter = args
         .run
         .as_deref()
-        .map(Regex::new)
-        .transpose()
-        .map_err(|e| InputError::Usage(format!("--run: {e}")))?;
+        .map(|pattern| {
+            Regex::new(pattern)
+                .map_err(|e| InputError::Usage(format!("--run {pattern:?}: {}", regex_problem(&e))))
+        })
+        .transpose()?;
     let mut files = Vec::new();
     for path in &args.paths {
-        files.extend(crate::manifest::collect_files(path, &[]).map_err(InputError::from)?);
+        files.extend(suite_files(path)?);
     }
     let mut cache = PolicyCache::new();
     let mut results = Vec::new();
+    let mut cases = 0;
     for file in files {
-        results.extend(run_suite(&file, args, filter.as_ref(), &mut cache)?);
+        let (count, ran) = run_suite(&file, args, filter.as_ref(), &mut cache)?;
+        cases += count;
+        results.extend(ran);
+    }
+    if let (Some(pattern), true) = (&args.run, results.is_empty()) {
+        return Err(InputError::Usage(format!(
+            "--run {pattern:?}: matches none of the {cases} cases, so nothing was tested"
+        ))
+        .into());
     }
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     match args.output {
-        TestFormat::Text => text(&mut out, &results),
-        TestFormat::Junit => junit(&mut out, &results),
+        TestFormat::Text => report::text(&mut out, &results),
+        TestFormat::Junit => report::junit(&mut out, &results),
     }
-    .map_err(|e| RunError::Internal(e.to_string()))?;
+    .map_err(|e| {
+        RunError::Internal(format!("cannot write the results: {}", sources::reason(&e)))
+    })?;
     Ok(if results.iter().any(|r| r.failure.is_some()) {
         ExitCode::from(1)
     } else {
@@ -135,45 +76,78 @@ pub fn run_test(args: &TestArgs) -> Result<ExitCode, RunError> {
     })
 }
 
+/// The suite files a path names: itself, or the `.yaml`, `.yml` and
+/// `.json` files under it, at least one.
+fn suite_files(path: &Path) -> Result<Vec<PathBuf>, RunError> {
+    let shown = path.display();
+    let meta = std::fs::metadata(path)
+        .map_err(|e| InputError::Usage(format!("{shown}: {}", sources::reason(&e))))?;
+    let files = crate::manifest::collect_files(path, &[]).map_err(sources::manifest_error)?;
+    if meta.is_dir() && files.is_empty() {
+        return Err(InputError::Usage(format!(
+            "{shown}: holds no .yaml, .yml or .json file, so there is no suite to run"
+        ))
+        .into());
+    }
+    Ok(files)
+}
+
+/// Runs the cases of one suite that `filter` selects: how many cases the
+/// suite has, and the results of those run.
 fn run_suite(
     file: &Path,
     args: &TestArgs,
     filter: Option<&Regex>,
     cache: &mut PolicyCache,
-) -> Result<Vec<CaseResult>, RunError> {
+) -> Result<(usize, Vec<CaseResult>), RunError> {
     let source = file.display().to_string();
     let text = std::fs::read_to_string(file).map_err(|e| InputError::File {
         path: source.clone(),
-        message: e.to_string(),
+        message: sources::reason(&e),
     })?;
-    let options = serde_saphyr::options! { with_snippet: false };
-    let suite: Suite =
-        serde_saphyr::from_str_with_options(&text, options).map_err(|e| InputError::File {
-            path: source.clone(),
-            message: format!("not a test suite: {e}"),
-        })?;
+    let suite = schema::parse(&source, &text)?;
+    if suite.cases.is_empty() {
+        return Err(InputError::File {
+            path: source,
+            message: "`cases` is empty, so the suite checks nothing".to_owned(),
+        }
+        .into());
+    }
     let base = file.parent().unwrap_or(Path::new("."));
     let suite_name = suite.name.clone().unwrap_or_else(|| {
         file.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
-    let policy_dir = suite
-        .policies
-        .as_ref()
-        .map(|p| base.join(p))
-        .or_else(|| args.policies.clone());
+    // A suite's paths are its own, relative to its file: a suite copied
+    // elsewhere then fails naming the path it lacks.
+    let (policy_path, policy_name) = match (&suite.policies, &args.policies) {
+        (Some(path), _) => {
+            let path = base.join(path);
+            let name = format!("{source}: policies: {}", path.display());
+            (Some(path), name)
+        }
+        (None, Some(path)) => (Some(path.clone()), format!("--policies {}", path.display())),
+        (None, None) => (None, String::new()),
+    };
     // Suites are hermetic: the objects a policy directory installs (the
     // bundle's resizers ConfigMap) are not params unless a suite lists them.
-    let policies = match cache.entry(policy_dir) {
+    let policies = match cache.entry(policy_path) {
         Entry::Occupied(entry) => Arc::clone(entry.get()),
         Entry::Vacant(entry) => {
-            let (set, _installed) = dry_run::load_policies(entry.key().as_deref())?;
+            let (set, _installed) = dry_run::load_policies(entry.key().as_deref(), &policy_name)?;
             Arc::clone(entry.insert(Arc::new(set)))
         }
     };
-    let suite_params = objects(&suite.params, base, &source)?;
-    let suite_recommendations = objects(&suite.recommendations, base, &source)?;
+    let mut inputs = Inputs::default();
+    let mut suite_state = objects(&mut inputs, &suite.params, "params", base, &source)?;
+    suite_state.extend(objects(
+        &mut inputs,
+        &suite.recommendations,
+        "recommendations",
+        base,
+        &source,
+    )?);
     let mut results = Vec::new();
     for case in &suite.cases {
         let full_name = format!("{suite_name}/{}", case.name);
@@ -181,12 +155,29 @@ fn run_suite(
             continue;
         }
         let at = format!("{source}: case {:?}", case.name);
-        let mut state = suite_params.clone();
-        state.extend(objects(&case.params, base, &at)?);
-        state.extend(suite_recommendations.iter().cloned());
-        state.extend(objects(&case.recommendations, base, &at)?);
-        let engine = Engine::new(Arc::clone(&policies), state, Default::default())?;
-        let mut reports = run_case(&engine, case, base, &at)?;
+        let mut state = suite_state.clone();
+        state.extend(objects(&mut inputs, &case.params, "params", base, &at)?);
+        state.extend(objects(
+            &mut inputs,
+            &case.recommendations,
+            "recommendations",
+            base,
+            &at,
+        )?);
+        let subjects = case_objects(&mut inputs, case, base, &at)?;
+        let mut kinds = Kinds::default();
+        for document in state.iter().chain(&subjects.new).chain(&subjects.old) {
+            kinds
+                .learn(&document.value)
+                .map_err(|why| InputError::document(&document.location, why))?;
+        }
+        for document in state.iter().chain(&subjects.old) {
+            dry_run::check_state(&kinds, document)?;
+        }
+        let values = state.iter().map(|d| d.value.clone()).collect();
+        let engine = Engine::new(Arc::clone(&policies), values, Default::default(), kinds)
+            .map_err(|e| dry_run::locate(e, &state))?;
+        let mut reports = run_case(&engine, case, subjects, &at)?;
         if !case.nodes.is_empty() {
             // With `nodes`, the case is about the DaemonSet's pods.
             reports.retain(|r| r.node.is_some());
@@ -197,46 +188,90 @@ fn run_suite(
             failure: check(&case.expect, &reports, &at)?,
         });
     }
-    Ok(results)
+    Ok((suite.cases.len(), results))
 }
 
-/// Inline objects as they are; strings are paths relative to the suite.
-fn objects(entries: &[Value], base: &Path, at: &str) -> Result<Vec<Value>, RunError> {
+/// The documents of a suite's or a case's `field`: inline objects as they
+/// are, strings as paths relative to the suite file.
+fn objects(
+    inputs: &mut Inputs,
+    entries: &[Value],
+    field: &str,
+    base: &Path,
+    at: &str,
+) -> Result<Vec<SourceDocument>, RunError> {
     let mut out = Vec::new();
     for (i, entry) in entries.iter().enumerate() {
-        match entry {
-            Value::String(path) => {
-                for document in input::read_all(&[base.join(path)])? {
-                    input::check_object(&document)?;
-                    out.push(document.value);
-                }
-            }
-            value => {
-                let document = located(value.clone(), at, i);
-                input::check_object(&document)?;
-                out.push(document.value);
-            }
-        }
+        out.extend(entry_documents(
+            inputs,
+            entry,
+            &format!("{at}: {field}[{i}]"),
+            base,
+        )?);
     }
     Ok(out)
 }
 
-fn located(value: Value, at: &str, index: usize) -> SourceDocument {
-    SourceDocument {
-        location: Location {
-            source: at.to_owned(),
-            document: index + 1,
-            item: None,
-            line: None,
-        },
-        value,
+/// One entry's documents; `at` names its field.
+fn entry_documents(
+    inputs: &mut Inputs,
+    entry: &Value,
+    at: &str,
+    base: &Path,
+) -> Result<Vec<SourceDocument>, RunError> {
+    match entry {
+        Value::String(path) => {
+            let path = base.join(path);
+            Ok(inputs.read_one(&format!("{at}: {}", path.display()), &path)?)
+        }
+        value => Ok(vec![SourceDocument {
+            location: Location {
+                source: at.to_owned(),
+                document: None,
+                item: None,
+                line: None,
+            },
+            value: value.clone(),
+        }]),
     }
+}
+
+/// A case's objects and its old objects.
+struct Subjects {
+    new: Vec<SourceDocument>,
+    old: Vec<SourceDocument>,
+}
+
+fn case_objects(
+    inputs: &mut Inputs,
+    case: &Case,
+    base: &Path,
+    at: &str,
+) -> Result<Subjects, RunError> {
+    let mut new = Vec::new();
+    if let Some(object) = &case.object {
+        new.extend(entry_documents(
+            inputs,
+            object,
+            &format!("{at}: object"),
+            base,
+        )?);
+    }
+    new.extend(objects(inputs, &case.objects, "objects", base, at)?);
+    if new.is_empty() {
+        return Err(InputError::Usage(format!("{at}: needs `object` or `objects`")).into());
+    }
+    let old = match &case.old_object {
+        Some(old) => entry_documents(inputs, old, &format!("{at}: oldObject"), base)?,
+        None => Vec::new(),
+    };
+    Ok(Subjects { new, old })
 }
 
 fn run_case(
     engine: &Engine,
     case: &Case,
-    base: &Path,
+    subjects: Subjects,
     at: &str,
 ) -> Result<Vec<ObjectReport>, RunError> {
     let operation = match case.operation.as_str() {
@@ -248,21 +283,13 @@ fn run_case(
             .into())
         }
     };
-    let mut entries: Vec<Value> = case.object.iter().cloned().collect();
-    entries.extend(case.objects.iter().cloned());
-    if entries.is_empty() {
-        return Err(InputError::Usage(format!("{at}: needs `object` or `objects`")).into());
+    if operation == "UPDATE" && subjects.old.is_empty() && case.sub_resource.is_none() {
+        return Err(InputError::Usage(format!(
+            "{at}: operation UPDATE needs `oldObject` (or a `subResource`)"
+        ))
+        .into());
     }
-    let documents = objects(&entries, base, at)?
-        .into_iter()
-        .enumerate()
-        .map(|(i, value)| located(value, at, i))
-        .collect();
-    let mut old = objects(
-        &case.old_object.iter().cloned().collect::<Vec<_>>(),
-        base,
-        at,
-    )?;
+    let mut old: Vec<Value> = subjects.old.into_iter().map(|d| d.value).collect();
     for object in &mut old {
         engine.default(object, "CREATE");
     }
@@ -280,7 +307,7 @@ fn run_case(
         user: &user,
         nodes: &case.nodes,
     };
-    engine.evaluate_all(dry_run::requests(engine, documents, &old, &options, 0)?)
+    engine.evaluate_all(dry_run::requests(engine, subjects.new, &old, &options, 0)?)
 }
 
 /// `None` when every report meets the expectation, else why not.
@@ -298,9 +325,15 @@ fn check(expect: &Expect, reports: &[ObjectReport], at: &str) -> Result<Option<S
     let pattern = expect
         .message
         .as_deref()
-        .map(Regex::new)
-        .transpose()
-        .map_err(|e| InputError::Usage(format!("{at}: expect.message: {e}")))?;
+        .map(|pattern| {
+            Regex::new(pattern).map_err(|e| {
+                InputError::Usage(format!(
+                    "{at}: expect.message {pattern:?}: {}",
+                    regex_problem(&e)
+                ))
+            })
+        })
+        .transpose()?;
     if reports.is_empty() {
         return Ok(Some(
             "nothing to check (with `nodes`, give an apps/v1 DaemonSet)".to_owned(),
@@ -394,54 +427,13 @@ fn check_resources(
     None
 }
 
-fn text(out: &mut impl Write, results: &[CaseResult]) -> std::io::Result<()> {
-    for result in results {
-        match &result.failure {
-            None => writeln!(out, "PASS  {}/{}", result.suite, result.case)?,
-            Some(why) => writeln!(out, "FAIL  {}/{}: {why}", result.suite, result.case)?,
-        }
-    }
-    let failed = results.iter().filter(|r| r.failure.is_some()).count();
-    writeln!(out, "{} passed, {failed} failed", results.len() - failed)
-}
-
-fn junit(out: &mut impl Write, results: &[CaseResult]) -> std::io::Result<()> {
-    let failed = results.iter().filter(|r| r.failure.is_some()).count();
-    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
-    writeln!(
-        out,
-        "<testsuites name=\"nodescope test\" tests=\"{}\" failures=\"{failed}\">",
-        results.len()
-    )?;
-    let mut suites: Vec<&str> = results.iter().map(|r| r.suite.as_str()).collect();
-    suites.dedup();
-    for suite in suites {
-        let cases: Vec<_> = results.iter().filter(|r| r.suite == suite).collect();
-        let failures = cases.iter().filter(|r| r.failure.is_some()).count();
-        writeln!(
-            out,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\">",
-            xml(suite),
-            cases.len()
-        )?;
-        for case in cases {
-            match &case.failure {
-                None => writeln!(
-                    out,
-                    "    <testcase classname=\"{}\" name=\"{}\"/>",
-                    xml(suite),
-                    xml(&case.case)
-                )?,
-                Some(why) => writeln!(
-                    out,
-                    "    <testcase classname=\"{}\" name=\"{}\">\n      <failure message=\"{}\"/>\n    </testcase>",
-                    xml(suite),
-                    xml(&case.case),
-                    xml(why)
-                )?,
-            }
-        }
-        writeln!(out, "  </testsuite>")?;
-    }
-    writeln!(out, "</testsuites>")
+/// A regex error on one line: its last line (`error: unclosed group`)
+/// says why; the lines above only repeat the pattern.
+fn regex_problem(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let last = text.lines().last().unwrap_or_default().trim();
+    format!(
+        "not a valid regular expression: {}",
+        last.strip_prefix("error: ").unwrap_or(last)
+    )
 }

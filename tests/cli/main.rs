@@ -5,7 +5,11 @@
 //! Golden files live in `tests/golden/`; regenerate them with
 //! `NODESCOPE_BLESS=1 cargo test --test cli` and review the diff.
 
-use serde_json::{json, Value};
+mod bad_input;
+mod kustomize;
+mod suites;
+
+use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -45,6 +49,15 @@ fn nodescope_with_stdin(args: &[&str], stdin: &str) -> Output {
         .write_all(stdin.as_bytes())
         .expect("stdin written");
     child.wait_with_output().expect("the binary finishes")
+}
+
+/// Asserts exit code 2 with exactly `message` (after `nodescope: `) on
+/// stderr, one line, and nothing on stdout: a run that cannot check must
+/// not print a report that looks like a pass.
+fn fails_with(output: &Output, message: &str) {
+    assert_exit(output, 2);
+    assert_eq!(stderr(output), format!("nodescope: {message}\n"));
+    assert_eq!(stdout(output), "");
 }
 
 fn stdout(output: &Output) -> String {
@@ -172,23 +185,51 @@ fn rows(report: &Value) -> Vec<Value> {
 }
 
 #[test]
-fn output_defaults_to_json_when_stdout_is_not_a_terminal_and_never_has_colour() {
-    let output = nodescope(&["dry-run", "-f", "examples/manifests/mistakes.yaml"]);
+fn output_is_a_table_by_default_as_with_kubectl_even_when_piped_and_never_has_colour() {
+    let default = nodescope(EXAMPLES);
+    assert_exit(&default, 1);
+    let table = nodescope(&[EXAMPLES, &["-o", "table"]].concat());
+    assert_eq!(stdout(&default), stdout(&table));
+    assert!(!stdout(&default).contains('\x1b'), "{}", stdout(&default));
+    golden("examples.table.txt", &stdout(&default));
+}
+
+#[test]
+fn two_objects_of_the_same_name_are_told_apart_by_their_source() {
+    let output = nodescope(EXAMPLES);
     assert_exit(&output, 1);
-    let report = json_report(&output);
-    assert_eq!(report["kind"], "DryRunReport");
+    let text = stdout(&output);
+    let sources: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|line| line.starts_with("PriorityClass/node-balloon "))
+        .filter_map(|line| {
+            let mut cells = line.split_whitespace();
+            Some((cells.next()?, cells.next()?))
+        })
+        .collect();
     assert_eq!(
-        report["summary"],
-        json!({"objects": 3, "allowed": 0, "denied": 3, "warnings": 0, "errors": 0})
+        sources,
+        [
+            (
+                "PriorityClass/node-balloon",
+                "examples/manifests/balloon.yaml#1"
+            ),
+            (
+                "PriorityClass/node-balloon",
+                "examples/manifests/mistakes.yaml#3"
+            ),
+        ]
     );
-    let table = nodescope(&[
-        "dry-run",
-        "-f",
-        "examples/manifests/mistakes.yaml",
-        "-o",
-        "table",
-    ]);
-    assert!(!stdout(&table).contains('\x1b'), "{}", stdout(&table));
+    let header: Vec<&str> = text
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["OBJECT", "SOURCE", "POLICY", "BINDING", "RESULT", "MESSAGE"]
+    );
 }
 
 #[test]
@@ -309,262 +350,4 @@ fn an_update_is_judged_against_its_old_object_and_the_identity_given() {
     let output = nodescope_with_stdin(&args, new);
     assert_exit(&output, 0);
     assert_eq!(json_report(&output)["objects"][0]["operation"], "UPDATE");
-}
-
-// ---- exit codes and bad input --------------------------------------------
-
-fn bad_input(args: &[&str], stdin: &str, expected: &str) {
-    let output = nodescope_with_stdin(args, stdin);
-    assert_exit(&output, 2);
-    let err = stderr(&output);
-    assert!(err.contains(expected), "{err}");
-    assert!(
-        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
-        "{err}"
-    );
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-}
-
-#[test]
-fn exit_code_is_0_when_everything_is_admitted_and_1_when_anything_is_denied() {
-    let ok = nodescope(&[
-        "dry-run",
-        "-f",
-        "examples/manifests/balloon.yaml",
-        "-o",
-        "json",
-    ]);
-    assert_exit(&ok, 0);
-    let denied = nodescope(&[
-        "dry-run",
-        "-f",
-        "examples/manifests/mistakes.yaml",
-        "-o",
-        "json",
-    ]);
-    assert_exit(&denied, 1);
-}
-
-#[test]
-fn a_missing_file_is_exit_2_and_named() {
-    bad_input(
-        &["dry-run", "-f", "no/such/file.yaml"],
-        "",
-        "nodescope: no/such/file.yaml: No such file or directory",
-    );
-}
-
-#[test]
-fn a_yaml_syntax_error_is_exit_2_with_its_line() {
-    bad_input(
-        &["dry-run", "-f", "-"],
-        "apiVersion: v1\nkind: Pod\nmetadata: {name: [\n",
-        "nodescope: <stdin>: not valid YAML: unclosed bracket '[' at line 3, column 18",
-    );
-}
-
-#[test]
-fn a_document_without_kind_is_exit_2_with_its_document_and_line() {
-    bad_input(
-        &["dry-run", "-f", "-"],
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n# no kind below\napiVersion: v1\nmetadata: {name: b}\n",
-        "nodescope: <stdin>: document 2 (line 6): no `kind`",
-    );
-}
-
-fn policy_dir(policy: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("policy.yaml"), policy).expect("written");
-    dir
-}
-
-#[test]
-fn an_unknown_policy_field_is_exit_2_and_named() {
-    let dir = policy_dir(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec:\n  validationz: []\n",
-    );
-    bad_input(
-        &[
-            "dry-run",
-            "-f",
-            "examples/manifests",
-            "--policies",
-            dir.path().to_str().expect("utf-8"),
-        ],
-        "",
-        "policy.yaml: ValidatingAdmissionPolicy 'p': unknown field `validationz`",
-    );
-}
-
-#[test]
-fn a_policy_whose_cel_does_not_compile_is_exit_2_with_the_position() {
-    let dir = policy_dir(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec:\n  validations:\n  - expression: \"object.spec.containers.all(c, c.name ==)\"\n",
-    );
-    bad_input(
-        &["dry-run", "-f", "examples/manifests", "--policies", dir.path().to_str().expect("utf-8")],
-        "",
-        "policy.yaml: ValidatingAdmissionPolicy 'p': spec.validations[0].expression at line 1, column 41",
-    );
-}
-
-#[test]
-fn other_bad_inputs_are_exit_2_never_a_panic() {
-    bad_input(
-        &["dry-run", "-f", "-"],
-        "[1, 2]",
-        "<stdin>: document 1, item 1 (line 1): not an object",
-    );
-    bad_input(
-        &["dry-run", "-f", "-"],
-        "apiVersion: v1\nkind: Pod\nmetadata: {namespace: x}\n",
-        "neither `metadata.name` nor `metadata.generateName` is set",
-    );
-    bad_input(
-        &["dry-run", "-f", "-"],
-        r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u"}}"#,
-        "not an AdmissionReview nodescope can read",
-    );
-    bad_input(
-        &["dry-run", "-f", "-", "--operation", "UPDATE"],
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
-        "--operation UPDATE: no old version of ConfigMap/default/a in --old",
-    );
-    bad_input(&["dry-run", "-f", "-", "-f", "-"], "", "only once");
-    let usage = nodescope(&["dry-run", "--no-such-flag"]);
-    assert_exit(&usage, 2);
-}
-
-#[test]
-fn failing_to_write_the_report_is_an_internal_error_exit_3() {
-    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
-        return; // not on Linux
-    };
-    let output = command(&["dry-run", "-f", "examples/manifests", "-o", "json"])
-        .stdout(full)
-        .stderr(Stdio::piped())
-        .output()
-        .expect("runs");
-    assert_exit(&output, 3);
-    assert!(stderr(&output).starts_with("nodescope: internal error: "));
-}
-
-// ---- nodescope test ------------------------------------------------------
-
-#[test]
-fn the_bundle_suites_and_the_example_resources_suite_pass() {
-    let output = nodescope(&["test", "policies/tests", "examples/tests"]);
-    assert_exit(&output, 0);
-    let text = stdout(&output);
-    assert!(text.trim_end().ends_with(" passed, 0 failed"), "{text}");
-    assert!(
-        text.contains("PASS  node-exporter-resources/node-b-1 is capped"),
-        "{text}"
-    );
-}
-
-#[test]
-fn expected_resources_that_differ_fail_the_case() {
-    let dir = suite(
-        r#"
-recommendations: [STORE]
-cases:
-- name: wrong resources
-  object: DAEMONSET
-  nodes: [node-a-1]
-  expect:
-    result: allow
-    resources:
-      node-exporter: {requests: {cpu: 1, memory: 256Mi}, limits: {cpu: 367m, memory: 256Mi}}
-"#
-        .replace(
-            "STORE",
-            &root().join("examples/store").display().to_string(),
-        )
-        .replace(
-            "DAEMONSET",
-            &root()
-                .join("examples/manifests/node-exporter.yaml")
-                .display()
-                .to_string(),
-        )
-        .as_str(),
-    );
-    let output = nodescope(&["test", dir.path().to_str().expect("utf-8")]);
-    assert_exit(&output, 1);
-    assert!(
-        stdout(&output).contains(r#"container "node-exporter" requests: expected {"cpu": "1", "memory": "256Mi"}, got {"cpu": "150m", "memory": "256Mi"}"#),
-        "{}",
-        stdout(&output)
-    );
-}
-
-fn suite(text: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::write(dir.path().join("suite.yaml"), text).expect("written");
-    dir
-}
-
-const TWO_CASES: &str = r#"
-name: demo
-cases:
-- name: a bad scope is denied
-  object:
-    apiVersion: autoscaling.k8s.io/v1
-    kind: VerticalPodAutoscaler
-    metadata: {name: v, namespace: ns}
-    spec: {scope: cluster}
-  expect:
-    result: deny
-    message: 'spec\.scope must be absent, "" or "node", not "cluster"'
-- name: this expectation is wrong
-  object:
-    apiVersion: autoscaling.k8s.io/v1
-    kind: VerticalPodAutoscaler
-    metadata: {name: v, namespace: ns}
-    spec: {scope: cluster}
-  expect: {result: allow}
-"#;
-
-#[test]
-fn a_failing_case_is_reported_and_exits_1_and_run_selects_cases() {
-    let dir = suite(TWO_CASES);
-    let path = dir.path().to_str().expect("utf-8");
-    let output = nodescope(&["test", path]);
-    assert_exit(&output, 1);
-    let text = stdout(&output);
-    assert!(
-        text.contains("PASS  demo/a bad scope is denied\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("FAIL  demo/this expectation is wrong: VerticalPodAutoscaler/ns/v: expected allow, got deny: "),
-        "{text}"
-    );
-    assert!(text.ends_with("1 passed, 1 failed\n"), "{text}");
-
-    let selected = nodescope(&["test", path, "--run", "bad scope"]);
-    assert_exit(&selected, 0);
-    assert!(stdout(&selected).ends_with("1 passed, 0 failed\n"));
-
-    let junit = nodescope(&["test", path, "-o", "junit"]);
-    assert_exit(&junit, 1);
-    let xml = stdout(&junit);
-    assert!(
-        xml.contains(r#"<testsuite name="demo" tests="2" failures="1">"#),
-        "{xml}"
-    );
-    assert!(xml.contains(r#"<testcase classname="demo" name="a bad scope is denied"/>"#));
-}
-
-#[test]
-fn a_malformed_suite_is_exit_2() {
-    let dir = suite("cases:\n- name: x\n  objekt: {}\n  expect: {result: allow}\n");
-    let output = nodescope(&["test", dir.path().to_str().expect("utf-8")]);
-    assert_exit(&output, 2);
-    assert!(
-        stderr(&output).contains("unknown field `objekt`"),
-        "{}",
-        stderr(&output)
-    );
 }

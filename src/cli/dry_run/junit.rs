@@ -1,0 +1,102 @@
+//! The dry-run report as JUnit XML, which CI systems show as test results:
+//! one testcase per object and binding, a denial a failure.
+
+use super::output::{binding_label, mutation_lines, Report};
+use std::io::Write;
+
+/// Writes `report` as JUnit XML.
+///
+/// # Errors
+/// When writing fails.
+pub fn write(out: &mut impl Write, report: &Report) -> std::io::Result<()> {
+    let mut cases = String::new();
+    let (mut tests, mut failures, mut errors, mut skipped) = (0, 0, 0, 0);
+    for object in &report.objects {
+        let class = xml(&object.object);
+        let mut case = |name: &str, body: String| {
+            tests += 1;
+            cases.push_str(&format!(
+                "    <testcase classname=\"{class}\" name=\"{}\">{body}</testcase>\n",
+                xml(name)
+            ));
+        };
+        if object.results.is_empty() {
+            case("no policy binding matches", String::new());
+        }
+        for row in &object.results {
+            let message = xml(row.message.as_deref().unwrap_or(""));
+            let body = match row.result {
+                "deny" => {
+                    failures += 1;
+                    let full = object.status.as_ref().map_or("", |s| s.message.as_str());
+                    format!(
+                        "\n      <failure type=\"deny\" message=\"{message}\">{}</failure>\n    ",
+                        xml(full)
+                    )
+                }
+                "error" => {
+                    errors += 1;
+                    format!("\n      <error type=\"error\" message=\"{message}\"/>\n    ")
+                }
+                "skip" => {
+                    skipped += 1;
+                    format!("\n      <skipped message=\"{message}\"/>\n    ")
+                }
+                "warn" | "audit" => {
+                    format!(
+                        "\n      <system-out>{}: {message}</system-out>\n    ",
+                        row.result
+                    )
+                }
+                _ => String::new(),
+            };
+            case(&format!("{}/{}", row.policy, binding_label(row)), body);
+        }
+        if let Some(mutation) = &object.mutation {
+            let mut text = Vec::new();
+            mutation_lines(&mut text, mutation)?;
+            for warning in &mutation.warnings {
+                text.extend_from_slice(format!("  warning: {warning}\n").as_bytes());
+            }
+            case(
+                "nodescope mutation",
+                format!(
+                    "\n      <system-out>{}</system-out>\n    ",
+                    xml(&String::from_utf8_lossy(&text))
+                ),
+            );
+        }
+    }
+    writeln!(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>")?;
+    writeln!(
+        out,
+        "<testsuites name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    )?;
+    writeln!(
+        out,
+        "  <testsuite name=\"nodescope dry-run\" tests=\"{tests}\" failures=\"{failures}\" errors=\"{errors}\" skipped=\"{skipped}\">"
+    )?;
+    out.write_all(cases.as_bytes())?;
+    writeln!(out, "  </testsuite>")?;
+    writeln!(out, "</testsuites>")
+}
+
+/// Escapes text for XML attributes and content (control characters other
+/// than tab and newline are not allowed in XML 1.0 and are dropped).
+#[must_use]
+pub fn xml(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\n' => out.push_str("&#10;"),
+            c if c == '\t' || c >= ' ' => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}

@@ -1,0 +1,174 @@
+//! Turning documents into the requests the apiserver would send: reviews
+//! replayed as they are, manifests defaulted and wrapped in a review, a
+//! DaemonSet followed by its pods on `--nodes`.
+
+use super::input::{check_object, is_review, str_at, InputError, SourceDocument};
+use super::review::{self, User};
+use super::{expand, Engine, Request, RunError};
+use serde_json::Value;
+
+/// What the requests are made of, besides the objects.
+#[derive(Debug, Clone)]
+pub struct RequestOptions<'a> {
+    pub operation: &'a str,
+    /// For UPDATE: the subresource (`resize`, `status`), if any.
+    pub sub_resource: Option<&'a str>,
+    pub user: &'a User,
+    pub nodes: &'a [String],
+}
+
+/// Turns documents from `-f` into requests: reviews are replayed as they
+/// are; manifests are defaulted and wrapped in a review, DaemonSets are
+/// followed by their per-node pods. `old` are the previous versions for
+/// UPDATE, matched by kind, namespace and name.
+///
+/// # Errors
+/// A document that is not an object, an object of a kind no apiserver
+/// would serve, or an UPDATE without its old object.
+pub fn requests(
+    engine: &Engine,
+    documents: Vec<SourceDocument>,
+    old: &[Value],
+    options: &RequestOptions<'_>,
+    first_uid: usize,
+) -> Result<Vec<Request>, RunError> {
+    let mut out = Vec::with_capacity(documents.len());
+    let mut uid = first_uid;
+    let mut next_uid = || {
+        uid += 1;
+        format!("nodescope-dry-run-{uid}")
+    };
+    for document in documents {
+        if is_review(&document.value) {
+            let request = document.value.get("request").unwrap_or(&Value::Null);
+            let subject = [request.get("object"), request.get("oldObject")]
+                .into_iter()
+                .flatten()
+                .find(|v| v.is_object());
+            let label = review_label(request, subject);
+            out.push(Request {
+                label,
+                location: Some(document.location),
+                node: None,
+                review: document.value,
+            });
+            continue;
+        }
+        check_object(&document)?;
+        let served = engine
+            .kinds()
+            .lookup(
+                str_at(&document.value, "/apiVersion"),
+                str_at(&document.value, "/kind"),
+            )
+            .map_err(|why| InputError::document(&document.location, why))?
+            .clone();
+        let mut object = document.value;
+        engine.default(&mut object, options.operation);
+        let label = crate::manifest::object_ref(&object);
+        let pods: Vec<(String, Value)> = if options.operation == "CREATE" {
+            options
+                .nodes
+                .iter()
+                .map_while(|node| expand::daemonset_pod(&object, node).map(|p| (node.clone(), p)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let review = match options.operation {
+            "DELETE" => review::build(
+                &next_uid(),
+                "DELETE",
+                None,
+                Some(object),
+                options.user,
+                &served,
+            ),
+            "UPDATE" => {
+                let previous = old.iter().find(|o| same_object(o, &object)).cloned();
+                let previous = match (previous, options.sub_resource) {
+                    (Some(previous), _) => previous,
+                    // A subresource write carries the whole object on both sides.
+                    (None, Some(_)) => object.clone(),
+                    (None, None) => {
+                        return Err(InputError::document(
+                            &document.location,
+                            format!("--operation UPDATE: no old version of {label} in --old"),
+                        )
+                        .into())
+                    }
+                };
+                let mut review = review::build(
+                    &next_uid(),
+                    "UPDATE",
+                    Some(object),
+                    Some(previous),
+                    options.user,
+                    &served,
+                );
+                if let Some(sub) = options.sub_resource {
+                    review["request"]["subResource"] = Value::from(sub);
+                    review["request"]["requestSubResource"] = Value::from(sub);
+                }
+                review
+            }
+            op => review::build(&next_uid(), op, Some(object), None, options.user, &served),
+        };
+        out.push(Request {
+            label,
+            location: Some(document.location.clone()),
+            node: None,
+            review,
+        });
+        let pod_kind = engine
+            .kinds()
+            .lookup("v1", "Pod")
+            .map_err(RunError::Internal)?;
+        for (node, mut pod) in pods {
+            engine.default(&mut pod, "CREATE");
+            let label = format!(
+                "Pod/{}/{}[{node}]",
+                str_at(&pod, "/metadata/namespace"),
+                str_at(&pod, "/metadata/generateName")
+            );
+            let review = review::build(
+                &next_uid(),
+                "CREATE",
+                Some(pod),
+                None,
+                &User::daemonset_controller(),
+                pod_kind,
+            );
+            out.push(Request {
+                label,
+                location: Some(document.location.clone()),
+                node: Some(node),
+                review,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn same_object(a: &Value, b: &Value) -> bool {
+    ["/kind", "/metadata/namespace", "/metadata/name"]
+        .iter()
+        .all(|p| str_at(a, p) == str_at(b, p))
+}
+
+fn review_label(request: &Value, subject: Option<&Value>) -> String {
+    let kind = str_at(request, "/kind/kind");
+    let name = match str_at(request, "/name") {
+        "" => subject.map_or("", |s| str_at(s, "/metadata/generateName")),
+        name => name,
+    };
+    let name = if name.is_empty() { "<no name>" } else { name };
+    let sub = match str_at(request, "/subResource") {
+        "" => String::new(),
+        sub => format!(" ({sub})"),
+    };
+    match str_at(request, "/namespace") {
+        "" => format!("{kind}/{name}{sub}"),
+        ns => format!("{kind}/{ns}/{name}{sub}"),
+    }
+}
