@@ -420,7 +420,10 @@ fn typed<T: serde::de::DeserializeOwned>(
             "metadata.name is required".to_owned(),
         ));
     }
-    serde_json::from_value(document).map_err(|e| invalid(source_name, kind, &name, e.to_string()))
+    T::deserialize(&document).map_err(|e| {
+        let message = crate::json_object::value_with_path::<T>(&document, &e);
+        invalid(source_name, kind, &name, message)
+    })
 }
 
 pub(crate) fn invalid(
