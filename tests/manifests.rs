@@ -1028,7 +1028,10 @@ fn the_deployment_args_are_accepted_by_the_real_command_line() {
             command: nodescope::cli::Command::Serve(args),
         }) => {
             assert_eq!(args.store, nodescope::store::StoreSource::Kube);
-            assert_eq!(args.policies, PathBuf::from("/etc/nodescope/policies"));
+            assert_eq!(
+                args.policies,
+                Some(PathBuf::from("/etc/nodescope/policies"))
+            );
             assert!(args.metrics_listen.is_some());
         }
         Ok(other) => panic!("not a serve command: {other:?}"),
