@@ -56,7 +56,15 @@ fn compact(text: &str) -> String {
 }
 
 fn decider(vpas: usize, nodes: usize) -> Decider {
-    let mut objects = synthetic::node_scoped_vpas(vpas, nodes);
+    decider_of(synthetic::node_scoped_vpas(vpas, nodes))
+}
+
+/// Zone-scoped VPAs and labelled Nodes (AEP-10031 label scopes).
+fn zone_decider(vpas: usize, nodes: usize) -> Decider {
+    decider_of(synthetic::zone_scoped_cluster(vpas, nodes))
+}
+
+fn decider_of(mut objects: Vec<serde_json::Value>) -> Decider {
     let store = nodescope::manifest::read_path(&root().join("examples/store"), &[]).expect("store");
     // Keep the example's Features and namespaces, replace its VPA.
     objects.extend(
@@ -93,6 +101,30 @@ fn mutate(c: &mut Criterion) {
     let mut group = c.benchmark_group("mutate-nodes");
     for nodes in [500, 5_000, 50_000] {
         let d = decider(1, nodes);
+        group.bench_with_input(BenchmarkId::from_parameter(nodes), &nodes, |b, _| {
+            b.iter(|| answer(Webhook::Mutate, std::hint::black_box(&body), &d))
+        });
+    }
+    group.finish();
+
+    // The same pod under a zone scope: one Node store lookup more.
+    let mut group = c.benchmark_group("mutate-zone");
+    group.throughput(Throughput::Elements(1));
+    let d = zone_decider(100, 5_000);
+    let check = answer(Webhook::Mutate, &body, &d);
+    let text = String::from_utf8_lossy(&check.body).into_owned();
+    assert!(
+        text.contains("\"patch\"") && !text.contains("warnings"),
+        "the zone bench must measure a real patch from the pod's zone group: {text}"
+    );
+    group.bench_function("100-vpas-x-5000-nodes", |b| {
+        b.iter(|| answer(Webhook::Mutate, std::hint::black_box(&body), &d))
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("mutate-zone-nodes");
+    for nodes in [500, 5_000, 50_000] {
+        let d = zone_decider(1, nodes);
         group.bench_with_input(BenchmarkId::from_parameter(nodes), &nodes, |b, _| {
             b.iter(|| answer(Webhook::Mutate, std::hint::black_box(&body), &d))
         });

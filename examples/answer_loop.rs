@@ -3,7 +3,8 @@
 //! unlike wall-clock time). See BENCHMARKS.md.
 //!
 //! `cargo run --release --example answer_loop -- mutate|validate REVIEW.json N`
-//! (add `--features mimalloc` for the allocator the binary can be built with)
+//! (add `--features mimalloc` for the allocator the binary can be built with;
+//! `ANSWER_LOOP_SCOPE=zone` for a zone-scoped VPA and labelled Nodes)
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -38,7 +39,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(100);
-    let mut objects = synthetic::node_scoped_vpas(vpas, nodes);
+    // ANSWER_LOOP_SCOPE=zone: zone-scoped VPAs and labelled Nodes instead.
+    let mut objects = match std::env::var("ANSWER_LOOP_SCOPE").as_deref() {
+        Ok("zone") => synthetic::zone_scoped_cluster(vpas, nodes),
+        _ => synthetic::node_scoped_vpas(vpas, nodes),
+    };
     objects.extend(
         nodescope::manifest::read_path(&root.join("examples/store"), &[])?
             .into_iter()

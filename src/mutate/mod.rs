@@ -124,12 +124,15 @@ fn select_recommendations<'v>(
     missing: MissingNodeRecommendation,
     warnings: &mut Vec<String>,
 ) -> Option<RecommendationRow<'v>> {
+    if let Placement::Group { value, .. } = placement {
+        if let Some(recs) = vpa.recommendations.group(value) {
+            return Some(recs);
+        }
+    }
+    // A miss from here on: the words are only built now, off the hot path.
     let vpa_ref = format!("VerticalPodAutoscaler {}/{}", vpa.namespace, vpa.name);
     let prefix = match (placement, &vpa.scope) {
         (Placement::Group { node, value }, key) => {
-            if let Some(recs) = vpa.recommendations.group(value) {
-                return Some(recs);
-            }
             match key {
                 ScopeKey::NodeName => format!("no recommendation for node {value:?} in {vpa_ref}"),
                 ScopeKey::Label(key) if value == scope::ABSENT => format!(

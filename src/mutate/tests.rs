@@ -608,7 +608,7 @@ fn a_pod_nodescope_already_resized_is_recomputed_from_its_mark_to_the_same_value
     );
     assert_eq!(
         patched["metadata"]["annotations"]["nodescope.dev/original-resources"],
-        r#"{"c1":{"limits":{"cpu":"300m"},"requests":{"cpu":"100m"}}}"#
+        r#"{"c1":{"requests":{"cpu":"100m"},"limits":{"cpu":"300m"}}}"#
     );
 }
 

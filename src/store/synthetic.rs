@@ -1,6 +1,6 @@
-//! Synthetic cluster state for benchmarks and load tests: many node-scoped
-//! VPAs with a recommendation group per node, shaped like real ones, so
-//! figures at 5,000 or 50,000 nodes can be reproduced by anyone.
+//! Synthetic cluster state for benchmarks and load tests: many scoped VPAs
+//! (a group per node, or per zone with labelled Nodes), shaped like real
+//! ones, so figures at 5,000 or 50,000 nodes can be reproduced by anyone.
 
 use serde_json::{json, Value};
 
@@ -43,4 +43,60 @@ pub fn node_scoped_vpas(vpas: usize, nodes: usize) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// The zones the zone-scoped cluster spreads its nodes over.
+pub const ZONES: usize = 3;
+
+/// `vpas` VPAs like [`node_scoped_vpas`] but with
+/// `scope: topology.kubernetes.io/zone` and a group per zone, plus `nodes`
+/// Node objects (`node-<n>` in `zone-<n % 3>`, and `node-a-1` in `zone-a`)
+/// carrying the labels a real node has, so the Node store's filtering is
+/// measured too.
+#[must_use]
+pub fn zone_scoped_cluster(vpas: usize, nodes: usize) -> Vec<Value> {
+    const ZONE: &str = "topology.kubernetes.io/zone";
+    let mut objects = node_scoped_vpas(vpas, 0);
+    for (i, vpa) in objects.iter_mut().enumerate() {
+        vpa["spec"]["scope"] = json!(ZONE);
+        let groups: Vec<Value> = (0..ZONES)
+            .map(|z| format!("zone-{z}"))
+            .chain(["zone-a".to_owned()])
+            .enumerate()
+            .map(|(z, zone)| {
+                let n = i + z * 37;
+                json!({
+                    "scopeValue": zone,
+                    "containerRecommendations": [
+                        {"containerName": "node-exporter",
+                         "target": {"cpu": format!("{}m", 100 + n % 400), "memory": format!("{}Mi", 128 + n % 256)}},
+                        {"containerName": "kube-rbac-proxy",
+                         "target": {"cpu": format!("{}m", 10 + n % 20), "memory": format!("{}Mi", 20 + n % 40)}}
+                    ]
+                })
+            })
+            .collect();
+        vpa["status"]["recommendationGroups"] = json!(groups);
+    }
+    let node = |name: String, zone: String| {
+        json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name, "labels": {
+                "beta.kubernetes.io/arch": "amd64",
+                "beta.kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "node.kubernetes.io/instance-type": "m6i.2xlarge",
+                "topology.kubernetes.io/region": "eu-west-1",
+                ZONE: zone,
+                "node-role.kubernetes.io/worker": "",
+                "karpenter.sh/nodepool": "general-purpose",
+                "karpenter.sh/capacity-type": "on-demand",
+            }}
+        })
+    };
+    objects.extend((0..nodes).map(|n| node(format!("node-{n}"), format!("zone-{}", n % ZONES))));
+    objects.push(node("node-a-1".to_owned(), "zone-a".to_owned()));
+    objects
 }
