@@ -10,10 +10,13 @@ cd "$(dirname "$0")/.."
 overlay=manifests/overlays/self-signed
 certs=$overlay/certs
 if [[ "${1:-}" == "--renew" || ! -f $certs/tls.key ]]; then
+  args=(certs --host nodescope.nodescope-system.svc --out "$certs")
+  # `nodescope certs` never replaces an existing CA or key on its own.
+  [[ "${1:-}" == "--renew" ]] && args+=(--force)
   if command -v nodescope >/dev/null 2>&1; then
-    nodescope certs --host nodescope.nodescope-system.svc --out "$certs"
+    nodescope "${args[@]}"
   else
-    cargo run --quiet --locked -- certs --host nodescope.nodescope-system.svc --out "$certs"
+    cargo run --quiet --locked -- "${args[@]}"
   fi
 fi
 bundle=$(base64 -w0 <"$certs/ca.crt")

@@ -60,10 +60,15 @@ pub fn plain_serde_message(message: &str) -> String {
                 "expected a mapping, not a list",
             ),
             (
+                r"invalid type: (?:array|sequence), expected an object",
+                "expected a mapping, not a list",
+            ),
+            (
                 r"expected (?:struct|tuple struct|enum) \w+",
                 "expected a mapping",
             ),
             (r"\bexpected a map\b", "expected a mapping"),
+            (r"\bexpected an object\b", "expected a mapping"),
             (
                 r"\bexpected string or map\b",
                 "expected a string or a mapping",

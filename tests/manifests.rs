@@ -387,6 +387,38 @@ fn every_validating_webhook_is_narrowed_by_match_conditions_and_fails_closed_onl
     }
 }
 
+/// The two VPA webhooks split the writes with a non-empty spec.scope (any
+/// scope, not only "node") by whether the old object had one; which writes
+/// each receives is tests/webhook_match_conditions.rs.
+#[test]
+fn the_vpa_webhooks_match_any_non_empty_scope_split_by_whether_it_is_new() {
+    let objects = base();
+    let config = find(&objects, "ValidatingWebhookConfiguration", "nodescope");
+    for (name, expected) in [
+        (
+            "feature-gates.nodescope.dev",
+            ["uses-scope", "did-not-use-scope-before"],
+        ),
+        (
+            "vpa-scope.nodescope.dev",
+            ["uses-scope", "used-scope-before"],
+        ),
+    ] {
+        let hook = webhooks(config)
+            .iter()
+            .find(|h| h["name"] == name)
+            .unwrap_or_else(|| panic!("no webhook {name}"));
+        let conditions = hook["matchConditions"].as_array().unwrap();
+        let names: Vec<&str> = conditions.iter().map(|c| str_at(c, "/name")).collect();
+        assert_eq!(names, expected, "{name}");
+        for condition in conditions {
+            let expression = str_at(condition, "/expression");
+            assert!(!expression.contains("'node'"), "{name}: {expression}");
+            assert!(expression.contains("scope != ''") || expression.contains("scope == ''"));
+        }
+    }
+}
+
 #[test]
 fn rbac_grants_only_get_list_and_watch_without_wildcards() {
     let mut roles = Vec::new();
@@ -796,12 +828,12 @@ fn the_vpa_crd_component_adds_scope_and_recommendation_groups_with_their_cel_rul
         rules,
         [
             (
-                "spec.scope must be absent, \"\" or \"node\"",
+                "spec.scope must be absent, \"\", \"node\" or a node label key such as \"topology.kubernetes.io/zone\" (an optional DNS subdomain prefix of at most 253 characters and \"/\", then a name of at most 63 characters: alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)",
                 "!has(self.scope)",
                 true
             ),
             (
-                "spec.scope \"node\" requires spec.targetRef to be an apps/v1 DaemonSet",
+                "a non-empty spec.scope requires spec.targetRef to be an apps/v1 DaemonSet",
                 "!has(self.scope)",
                 true
             ),
@@ -1028,7 +1060,10 @@ fn the_deployment_args_are_accepted_by_the_real_command_line() {
             command: nodescope::cli::Command::Serve(args),
         }) => {
             assert_eq!(args.store, nodescope::store::StoreSource::Kube);
-            assert_eq!(args.policies, PathBuf::from("/etc/nodescope/policies"));
+            assert_eq!(
+                args.policies,
+                Some(PathBuf::from("/etc/nodescope/policies"))
+            );
             assert!(args.metrics_listen.is_some());
         }
         Ok(other) => panic!("not a serve command: {other:?}"),

@@ -31,15 +31,15 @@ fn a_vpa_without_scope_or_with_an_empty_one_is_allowed_for_any_target() {
 }
 
 #[test]
-fn an_unknown_vpa_scope_is_invalid_and_quoted() {
+fn a_vpa_scope_that_is_no_label_key_is_invalid_and_quoted() {
     let mut vpa = review("vpa-node-exporter-daemonset-node-scope-create");
-    object(&mut vpa)["spec"]["scope"] = json!("cluster");
+    object(&mut vpa)["spec"]["scope"] = json!("node pool");
     assert_denied(
         &vpa,
         &Cluster::shipped(),
         422,
         "nodescope-vpa-scope",
-        r#"spec.scope must be absent, "" or "node", not "cluster""#,
+        r#"spec.scope must be absent, "", "node" or a node label key such as "topology.kubernetes.io/zone" (an optional DNS subdomain prefix of at most 253 characters and "/", then a name of at most 63 characters: alphanumerics, "-", "_" or ".", starting and ending with an alphanumeric), not "node pool""#,
     );
     assert_eq!(
         run(&vpa, &Cluster::shipped()).reason.as_deref(),
@@ -58,6 +58,30 @@ fn a_node_scoped_vpa_for_a_deployment_names_the_kind() {
         "nodescope-vpa-scope",
         r#"spec.scope "node" requires spec.targetRef to be an apps/v1 DaemonSet, not kind "Deployment" (apiVersion "apps/v1")"#,
     );
+}
+
+#[test]
+fn label_key_scopes_are_allowed_for_the_daemonset_and_name_any_other_target() {
+    for scope in [
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "node.kubernetes.io/instance-type",
+        "gpu",
+    ] {
+        let mut vpa = review("vpa-node-exporter-daemonset-node-scope-create");
+        object(&mut vpa)["spec"]["scope"] = json!(scope);
+        assert_allowed(&vpa, &Cluster::shipped());
+        object(&mut vpa)["spec"]["targetRef"]["kind"] = json!("Deployment");
+        assert_denied(
+            &vpa,
+            &Cluster::shipped(),
+            422,
+            "nodescope-vpa-scope",
+            &format!(
+                r#"spec.scope "{scope}" requires spec.targetRef to be an apps/v1 DaemonSet, not kind "Deployment" (apiVersion "apps/v1")"#
+            ),
+        );
+    }
 }
 
 // ---- nodescope-balloon-pods ---------------------------------------------
@@ -359,6 +383,25 @@ fn updating_an_existing_use_is_allowed_but_introducing_one_is_not() {
         "nodescope-feature-vpa-node-scope",
         r#"feature "vpa-node-scope" is TurningOff: no new uses allowed (a VerticalPodAutoscaler with spec.scope "node")"#,
     );
+}
+
+#[test]
+fn a_zone_scope_is_a_use_of_the_feature_like_node() {
+    let cluster = Cluster::shipped().with(feature("vpa-node-scope", Some("TurningOff")));
+    let mut create = review("vpa-node-exporter-daemonset-node-scope-create");
+    object(&mut create)["spec"]["scope"] = json!("topology.kubernetes.io/zone");
+    assert_denied(
+        &create,
+        &cluster,
+        403,
+        "nodescope-feature-vpa-node-scope",
+        r#"feature "vpa-node-scope" is TurningOff: no new uses allowed (a VerticalPodAutoscaler with spec.scope "topology.kubernetes.io/zone")"#,
+    );
+    let mut keep = review("vpa-node-exporter-update");
+    for o in ["object", "oldObject"] {
+        keep["request"][o]["spec"]["scope"] = json!("topology.kubernetes.io/zone");
+    }
+    assert_allowed(&keep, &cluster);
 }
 
 #[test]

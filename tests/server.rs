@@ -195,7 +195,7 @@ async fn missing_content_type_is_a_415() {
 }
 
 #[tokio::test]
-async fn body_over_the_limit_is_a_413_before_it_is_read() {
+async fn body_over_the_limit_is_a_413_naming_the_limit_and_the_flag() {
     let reply = post_raw(
         Some("application/json"),
         "/mutate",
@@ -458,6 +458,15 @@ async fn pod_review_whose_object_is_not_a_pod_gets_a_warning_naming_it() {
     assert_eq!(response["allowed"], true);
     assert_eq!(
         response["warnings"],
-        serde_json::json!(["nodescope: cannot read Pod/monitoring/<generated>: admission request object is not a readable Pod: invalid type: string \"not\", expected struct PodMeta at line 1 column 6; left unchanged"])
+        serde_json::json!(["nodescope: cannot read Pod/monitoring/<generated>: admission request object is not a readable Pod: invalid type: array, expected an object at line 1 column 1; left unchanged"])
+    );
+    // A field of the wrong type is named by its path.
+    v["request"]["object"] = serde_json::json!({"metadata": {"labels": []}});
+    let reply = client
+        .post("/mutate", serde_json::to_vec(&v).unwrap())
+        .await;
+    assert_eq!(
+        reply.json()["response"]["warnings"],
+        serde_json::json!(["nodescope: cannot read Pod/monitoring/<generated>: admission request object is not a readable Pod: metadata.labels: invalid type: array, expected an object at line 1 column 24; left unchanged"])
     );
 }

@@ -132,15 +132,45 @@ async fn node_balloon_priority_class_must_never_preempt() {
 }
 
 #[tokio::test]
-async fn vpa_scope_other_than_node_is_invalid() {
+async fn vpa_scope_that_is_neither_node_nor_a_label_key_is_invalid() {
     let server = Server::start(&[]);
     let mut v = review("vpa-node-exporter-daemonset-node-scope-create");
-    v["request"]["object"]["spec"]["scope"] = json!("zone");
+    v["request"]["object"]["spec"]["scope"] = json!("Topology/zone");
     denied(
         &validate(&server, &v).await,
         422,
         "Invalid",
-        "ValidatingAdmissionPolicy 'nodescope-vpa-scope' with binding 'nodescope-vpa-scope' denied request: spec.scope must be absent, \"\" or \"node\", not \"zone\"",
+        "ValidatingAdmissionPolicy 'nodescope-vpa-scope' with binding 'nodescope-vpa-scope' denied request: spec.scope must be absent, \"\", \"node\" or a node label key such as \"topology.kubernetes.io/zone\" (an optional DNS subdomain prefix of at most 253 characters and \"/\", then a name of at most 63 characters: alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric), not \"Topology/zone\"",
+    );
+}
+
+#[tokio::test]
+async fn label_key_scopes_for_the_daemonset_are_admitted() {
+    let server = Server::start(&[]);
+    let mut v = review("vpa-node-exporter-daemonset-node-scope-create");
+    for scope in [
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "node.kubernetes.io/instance-type",
+        "nvidia.com/gpu.present",
+    ] {
+        v["request"]["object"]["spec"]["scope"] = json!(scope);
+        let response = validate(&server, &v).await;
+        assert_eq!(response["allowed"], true, "{scope}: {response}");
+    }
+}
+
+#[tokio::test]
+async fn zone_scope_requires_a_daemonset_target_and_is_quoted() {
+    let server = Server::start(&[]);
+    let mut v = review("vpa-node-exporter-daemonset-node-scope-create");
+    v["request"]["object"]["spec"]["scope"] = json!("topology.kubernetes.io/zone");
+    v["request"]["object"]["spec"]["targetRef"]["kind"] = json!("StatefulSet");
+    denied(
+        &validate(&server, &v).await,
+        422,
+        "Invalid",
+        "ValidatingAdmissionPolicy 'nodescope-vpa-scope' with binding 'nodescope-vpa-scope' denied request: spec.scope \"topology.kubernetes.io/zone\" requires spec.targetRef to be an apps/v1 DaemonSet, not kind \"StatefulSet\" (apiVersion \"apps/v1\")",
     );
 }
 
@@ -211,6 +241,26 @@ async fn new_node_scoped_vpa_is_denied_while_its_feature_turns_off() {
 }
 
 #[tokio::test]
+async fn new_zone_scoped_vpa_is_denied_while_its_feature_turns_off_but_an_existing_one_may_be_updated(
+) {
+    let store = store_with_feature_state("vpa-node-scope", "TurningOff");
+    let server = Server::start(&[&format!("--store=file:{}", store.path().display())]);
+    let mut create = review("vpa-node-exporter-daemonset-node-scope-create");
+    create["request"]["object"]["spec"]["scope"] = json!("topology.kubernetes.io/zone");
+    denied(
+        &validate(&server, &create).await,
+        403,
+        "Forbidden",
+        "ValidatingAdmissionPolicy 'nodescope-feature-vpa-node-scope' with binding 'nodescope-feature-vpa-node-scope' denied request: feature \"vpa-node-scope\" is TurningOff: no new uses allowed (a VerticalPodAutoscaler with spec.scope \"topology.kubernetes.io/zone\")",
+    );
+    let mut update = review("vpa-node-exporter-update");
+    for o in ["object", "oldObject"] {
+        update["request"][o]["spec"]["scope"] = json!("topology.kubernetes.io/zone");
+    }
+    assert_eq!(validate(&server, &update).await["allowed"], true);
+}
+
+#[tokio::test]
 async fn new_balloon_pod_is_denied_while_balloon_pods_are_off() {
     let store = store_with_feature_state("balloon-pods", "Off");
     let server = Server::start(&[&format!("--store=file:{}", store.path().display())]);
@@ -255,7 +305,7 @@ async fn deeply_nested_field_a_policy_reads_is_judged_like_any_bad_value() {
         &validate(&server, &v).await,
         422,
         "Invalid",
-        "ValidatingAdmissionPolicy 'nodescope-vpa-scope' with binding 'nodescope-vpa-scope' denied request: spec.scope must be absent, \"\" or \"node\"",
+        "ValidatingAdmissionPolicy 'nodescope-vpa-scope' with binding 'nodescope-vpa-scope' denied request: spec.scope must be absent, \"\", \"node\" or a node label key such as \"topology.kubernetes.io/zone\" (an optional DNS subdomain prefix of at most 253 characters and \"/\", then a name of at most 63 characters: alphanumerics, \"-\", \"_\" or \".\", starting and ending with an alphanumeric)",
     );
 }
 

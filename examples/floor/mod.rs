@@ -109,6 +109,7 @@ where
             Arc::new(config),
             app,
             ConnectionOptions::default(),
+            nodescope::metrics::Metrics::new(),
             shutdown,
         )
         .await;

@@ -1,6 +1,7 @@
 //! The incoming half of the wire format: an `AdmissionReview` read from bytes
 //! without copying the object, so each webhook parses only what it needs.
 
+use crate::json_object::{self, FromObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -27,6 +28,7 @@ impl ReviewVersion {
 
 /// Group/version/kind or group/version/resource as the apiserver writes it.
 #[derive(Debug, Default, Deserialize, Clone)]
+#[serde(remote = "Self")]
 pub struct GroupVersionName<'a> {
     #[serde(default, borrow)]
     pub group: Cow<'a, str>,
@@ -37,7 +39,7 @@ pub struct GroupVersionName<'a> {
 }
 
 #[derive(Deserialize)]
-#[serde(bound(deserialize = "O: Deserialize<'de>, 'de: 'a"))]
+#[serde(remote = "Self", bound(deserialize = "O: Deserialize<'de>, 'de: 'a"))]
 struct RawReview<'a, O> {
     #[serde(rename = "apiVersion", borrow)]
     api_version: Option<Cow<'a, str>>,
@@ -48,6 +50,7 @@ struct RawReview<'a, O> {
 
 #[derive(Deserialize)]
 #[serde(
+    remote = "Self",
     rename_all = "camelCase",
     bound(deserialize = "O: Deserialize<'de>, 'de: 'a")
 )]
@@ -71,6 +74,34 @@ struct RawRequest<'a, O> {
     object: Option<O>,
     #[serde(borrow)]
     old_object: Option<&'a RawValue>,
+}
+
+// Objects only, so a wrong shape is worded as JSON (`request: invalid type:
+// array, expected an object`), never after these Rust types.
+crate::object_only!(GroupVersionName<'a>);
+
+impl<'de: 'a, 'a, O: Deserialize<'de>> Deserialize<'de> for RawReview<'a, O> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        json_object::object(d)
+    }
+}
+
+impl<'de: 'a, 'a, O: Deserialize<'de>> FromObject<'de> for RawReview<'a, O> {
+    fn from_fields<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RawReview::deserialize(d)
+    }
+}
+
+impl<'de: 'a, 'a, O: Deserialize<'de>> Deserialize<'de> for RawRequest<'a, O> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        json_object::object(d)
+    }
+}
+
+impl<'de: 'a, 'a, O: Deserialize<'de>> FromObject<'de> for RawRequest<'a, O> {
+    fn from_fields<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RawRequest::deserialize(d)
+    }
 }
 
 /// A review whose envelope is well formed. `object` and `oldObject` stay as
@@ -156,7 +187,7 @@ pub fn parse_as<'a, O: Deserialize<'a>>(body: &'a [u8]) -> Result<Review<'a, O>,
         if e.is_syntax() || e.is_eof() {
             ReviewError::NotJson(e.to_string())
         } else {
-            ReviewError::NotAReview(e.to_string())
+            ReviewError::NotAReview(json_object::with_path::<RawReview<'a, O>>(text, &e))
         }
     })?;
     let version = match raw.api_version.as_deref() {

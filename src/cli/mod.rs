@@ -5,6 +5,7 @@
 
 pub mod bundle;
 mod certs;
+mod demo;
 pub mod dry_run;
 mod serve;
 pub mod test_suite;
@@ -45,7 +46,9 @@ pub enum Command {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum LogFormat {
+    /// One line per event for people (colour on a terminal).
     Text,
+    /// One JSON object per event for log collectors.
     Json,
 }
 
@@ -90,9 +93,10 @@ pub struct ServeArgs {
     /// Watch VPAs and LimitRanges in this namespace only (kube store).
     #[arg(long, env = "NODESCOPE_NAMESPACE")]
     pub namespace: Option<String>,
-    /// Directory of ValidatingAdmissionPolicies and bindings, reloaded on change.
-    #[arg(long, env = "NODESCOPE_POLICIES", default_value = "policies")]
-    pub policies: PathBuf,
+    /// Directory of ValidatingAdmissionPolicies and bindings, reloaded on
+    /// change; the bundle built into this binary when omitted.
+    #[arg(long, env = "NODESCOPE_POLICIES")]
+    pub policies: Option<PathBuf>,
     /// What a pod gets when its VPA has no recommendation group for its
     /// node's scope value, the node is unknown, or the pod names no node.
     #[arg(
@@ -108,7 +112,8 @@ pub struct ServeArgs {
     /// Optional plain-HTTP address serving only /metrics, /healthz and /readyz.
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
-    /// Larger request bodies get HTTP 413 without being read.
+    /// Larger request bodies get HTTP 413 (read to their end and dropped
+    /// first, up to 64 MiB, so that a client still sending sees the answer).
     #[arg(long, env = "NODESCOPE_MAX_BODY_BYTES", default_value_t = crate::server::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
     /// Seconds in-flight reviews may take to finish after SIGTERM.
@@ -120,13 +125,14 @@ pub struct ServeArgs {
     /// Seconds an idle keep-alive connection (or a slow header) may last.
     #[arg(long, env = "NODESCOPE_IDLE_TIMEOUT", default_value_t = 120)]
     pub idle_timeout: u64,
+    /// How log lines on stderr are written.
     #[arg(long, env = "NODESCOPE_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// A tracing filter such as `info` or `nodescope=debug`.
     #[arg(long, env = "NODESCOPE_LOG_LEVEL", default_value = "info")]
     pub log_level: String,
-    /// Make throwaway certificates, listen on 127.0.0.1:8443 and print a curl
-    /// line that posts a sample review.
+    /// Make throwaway certificates, serve the example store built into the
+    /// binary on 127.0.0.1:8443 and print curl lines that post sample reviews.
     #[arg(long, env = "NODESCOPE_DEMO")]
     pub demo: bool,
 }
@@ -140,10 +146,14 @@ pub struct CertsArgs {
     /// Directory for ca.crt, tls.crt and tls.key (created if missing).
     #[arg(long, default_value = "certs/out")]
     pub out: PathBuf,
+    /// Replace ca.crt, tls.crt and tls.key if --out already holds them.
+    #[arg(long)]
+    pub force: bool,
+    /// Key algorithm of the CA and the serving certificate.
     #[arg(long, value_enum, default_value = "ecdsa")]
     pub key_type: crate::tls::KeyType,
-    /// Validity of both certificates, in days.
-    #[arg(long, default_value_t = 365)]
+    /// Validity of both certificates, in days (1 to 36500).
+    #[arg(long, default_value_t = 365, value_parser = certs::parse_days)]
     pub days: u32,
 }
 

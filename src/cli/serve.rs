@@ -1,6 +1,8 @@
 //! `nodescope serve`: loads certificates, stores and policies, then runs the
 //! listeners until SIGTERM, draining in-flight reviews before exit.
 
+use super::bundle;
+use super::demo::{Demo, DemoError};
 use super::ServeArgs;
 use crate::admission::Decider;
 use crate::manifest::ManifestError;
@@ -8,42 +10,56 @@ use crate::metrics::{Metrics, ReloadResult};
 use crate::policy::{PolicyLoadError, PolicySet};
 use crate::server::{self, AppState, ConnectionOptions, Readiness};
 use crate::store::{self, Snapshot, StoreSource};
-use crate::tls::{self, CertRequest, KeyType, ReloadingResolver, TlsError};
+use crate::tls::{self, ReloadingResolver, TlsError};
 use arc_swap::ArcSwap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
 /// Why the server could not start; each names the flag or file at fault.
+///
+/// Each message carries its cause, so no variant also returns it from
+/// `source()`: the binary prints the chain, and would say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     #[error(transparent)]
     Tls(#[from] TlsError),
-    #[error("cannot listen on {addr} ({flag}): {source}")]
+    #[error("cannot listen on {addr} ({flag}): {cause}")]
     Bind {
         addr: SocketAddr,
         flag: &'static str,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
-    #[error("cannot create a temporary directory for --demo certificates: {0}")]
-    DemoDir(std::io::Error),
+    #[error(transparent)]
+    Demo(#[from] DemoError),
     #[error("cannot install the signal handler: {0}")]
     Signal(std::io::Error),
-    #[error("--policies {path}: {source}")]
+    #[error("--policies {}", under(path, cause))]
     Policies {
         path: PathBuf,
-        source: PolicyLoadError,
+        cause: PolicyLoadError,
     },
-    #[error("--store file:{path}: {source}")]
-    Store {
-        path: PathBuf,
-        source: ManifestError,
-    },
+    #[error("the built-in policy bundle does not load: {0}")]
+    Bundle(PolicyLoadError),
+    #[error("--store file:{}", under(path, cause))]
+    Store { path: PathBuf, cause: ManifestError },
     #[error("--store kube: cannot configure the Kubernetes client: {0}")]
-    Kube(#[from] kube::Error),
+    Kube(kube::Error),
+}
+
+/// `path: cause`, unless the cause already starts with the path (it names
+/// the file it failed on, `path` or one under it): then the cause alone.
+fn under(path: &std::path::Path, cause: &impl std::fmt::Display) -> String {
+    let path = path.display().to_string();
+    let cause = cause.to_string();
+    if cause.starts_with(&path) {
+        cause
+    } else {
+        format!("{path}: {cause}")
+    }
 }
 
 /// The shared, swappable decider; stores and policies replace their part.
@@ -105,23 +121,17 @@ async fn termination(mut sigterm: tokio::signal::unix::Signal) {
 struct Certificates {
     cert: PathBuf,
     key: PathBuf,
-    /// Keeps the `--demo` directory alive for the life of the server.
-    _demo_dir: Option<tempfile::TempDir>,
 }
 
-fn demo_certificates() -> Result<Certificates, ServeError> {
-    let dir = tempfile::tempdir().map_err(ServeError::DemoDir)?;
-    let certs = tls::generate(&CertRequest {
-        hosts: vec!["localhost".into(), "127.0.0.1".into()],
-        key_type: KeyType::Ecdsa,
-        validity_days: 1,
-    })?;
-    certs.write_to(dir.path())?;
-    Ok(Certificates {
-        cert: dir.path().join("tls.crt"),
-        key: dir.path().join("tls.key"),
-        _demo_dir: Some(dir),
-    })
+/// `--policies`, or the bundle built into the binary when it is not given.
+fn load_policies(path: Option<&Path>) -> Result<PolicySet, ServeError> {
+    match path {
+        Some(path) => PolicySet::load_dir(path).map_err(|cause| ServeError::Policies {
+            path: path.to_owned(),
+            cause,
+        }),
+        None => bundle::policy_set().map_err(ServeError::Bundle),
+    }
 }
 
 /// Starts the store named by `--store`; returns the initial snapshot.
@@ -135,9 +145,9 @@ async fn start_store(
     let interval = Duration::from_secs(args.reload_interval.max(1));
     match &args.store {
         StoreSource::File(path) => {
-            let snapshot = store::file::load(path).map_err(|source| ServeError::Store {
+            let snapshot = store::file::load(path).map_err(|cause| ServeError::Store {
                 path: path.clone(),
-                source,
+                cause,
             })?;
             store::file::report_problems(&snapshot, "file");
             readiness.store.store(true, Ordering::Release);
@@ -155,7 +165,9 @@ async fn start_store(
             Ok(Arc::new(snapshot))
         }
         StoreSource::Kube => {
-            let client = kube::Client::try_default().await?;
+            let client = kube::Client::try_default()
+                .await
+                .map_err(ServeError::Kube)?;
             let kinds =
                 store::kube::default_kinds(args.namespace.as_deref(), &param_namespaces(policies));
             let slot = cell_slot.clone();
@@ -175,33 +187,31 @@ async fn start_store(
     }
 }
 
-fn demo_banner(addr: SocketAddr, ca: &std::path::Path) -> String {
-    format!(
-        "nodescope demo listening on https://{addr}\n\
-         try:\n  curl --cacert {ca} -H 'Content-Type: application/json' \
-         --data-binary @examples/reviews/pod-node-exporter-node-a-1-create.json \
-         https://{addr}/mutate\n",
-        ca = ca.display()
-    )
-}
-
 /// Runs the server until a termination signal; returns once drained.
 pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
-    let certificates = if args.demo {
+    // Kept alive, and its directory with it, until the server stops.
+    let demo = if args.demo {
+        let demo = Demo::create()?;
         if args.listen == SocketAddr::from(([0, 0, 0, 0], 8443)) {
             args.listen = SocketAddr::from(([127, 0, 0, 1], 8443));
         }
         if args.store == StoreSource::Kube {
-            args.store = StoreSource::File(PathBuf::from("examples/store"));
+            args.store = StoreSource::File(demo.store());
         }
-        demo_certificates()?
+        Some(demo)
     } else {
+        None
+    };
+    let certificates = match &demo {
+        Some(demo) => Certificates {
+            cert: demo.cert(),
+            key: demo.key(),
+        },
         // clap enforces both unless --demo.
-        Certificates {
+        None => Certificates {
             cert: args.tls_cert.clone().unwrap_or_default(),
             key: args.tls_key.clone().unwrap_or_default(),
-            _demo_dir: None,
-        }
+        },
     };
     let metrics = Metrics::new();
     let readiness = Arc::new(Readiness::default());
@@ -209,10 +219,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     let resolver = Arc::new(ReloadingResolver::new(pair));
     let tls_config = Arc::new(tls::server_config(resolver.clone())?);
     readiness.certificates.store(true, Ordering::Release);
-    let policies = PolicySet::load_dir(&args.policies).map_err(|source| ServeError::Policies {
-        path: args.policies.clone(),
-        source,
-    })?;
+    let policies = load_policies(args.policies.as_deref())?;
     readiness.policies.store(true, Ordering::Release);
     // Filled once the decider exists; store watchers started before that
     // publish through it.
@@ -224,12 +231,14 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     };
     let cell = DeciderCell(Arc::new(ArcSwap::from_pointee(decider)));
     let _ = cell_slot.set(cell.clone());
-    spawn_policy_reload(
-        args.policies.clone(),
-        Duration::from_secs(args.reload_interval.max(1)),
-        cell.clone(),
-        metrics.clone(),
-    );
+    if let Some(path) = &args.policies {
+        spawn_policy_reload(
+            path.clone(),
+            Duration::from_secs(args.reload_interval.max(1)),
+            cell.clone(),
+            metrics.clone(),
+        );
+    }
 
     let state = AppState {
         decider: cell.0.clone(),
@@ -245,23 +254,24 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
-        .map_err(|source| ServeError::Bind {
+        .map_err(|cause| ServeError::Bind {
             addr: args.listen,
             flag: "--listen",
-            source,
+            cause,
         })?;
     let addr = listener.local_addr().unwrap_or(args.listen);
     let metrics_listener = match args.metrics_listen {
         Some(m) => {
-            Some(
+            let listener =
                 tokio::net::TcpListener::bind(m)
                     .await
-                    .map_err(|source| ServeError::Bind {
+                    .map_err(|cause| ServeError::Bind {
                         addr: m,
                         flag: "--metrics-listen",
-                        source,
-                    })?,
-            )
+                        cause,
+                    })?;
+            let local = listener.local_addr().unwrap_or(m);
+            Some((listener, local))
         }
         None => None,
     };
@@ -285,9 +295,8 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         let _ = rx.wait_for(|stop| *stop).await;
     };
 
-    let probes = metrics_listener.map(|listener| {
-        let local = listener.local_addr().ok();
-        tracing::info!(addr = ?local, "serving probes and metrics over plain HTTP");
+    let probes = metrics_listener.map(|(listener, local)| {
+        tracing::info!(addr = %local, "serving probes and metrics over plain HTTP");
         tokio::spawn(server::serve_plain(
             listener,
             server::probe_router(state.clone()),
@@ -296,15 +305,15 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         ))
     });
     tracing::info!(%addr, "listening");
-    if args.demo {
-        let ca = certificates.cert.with_file_name("ca.crt");
-        print!("{}", demo_banner(addr, &ca));
+    if let Some(demo) = &demo {
+        print!("{}", demo.banner(addr));
     }
     server::serve_tls(
         listener,
         tls_config,
         server::admission_router(state),
         options,
+        metrics,
         stopped(stop_rx),
     )
     .await;

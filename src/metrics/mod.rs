@@ -28,6 +28,34 @@ pub enum ReviewResult {
     Error,
 }
 
+/// What a request asked for, by path: the routes nodescope serves, and
+/// `other` for any path it does not (and for plain HTTP on the TLS port,
+/// which never gets as far as a path).
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum Handler {
+    Mutate,
+    Validate,
+    Healthz,
+    Readyz,
+    Metrics,
+    Other,
+}
+
+impl Handler {
+    /// The handler of a request for `path`.
+    #[must_use]
+    pub fn of(path: &str) -> Self {
+        match path {
+            "/mutate" => Self::Mutate,
+            "/validate" => Self::Validate,
+            "/healthz" => Self::Healthz,
+            "/readyz" => Self::Readyz,
+            "/metrics" => Self::Metrics,
+            _ => Self::Other,
+        }
+    }
+}
+
 /// Success or failure of a reload (certificates, policies, stores).
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum ReloadResult {
@@ -57,6 +85,14 @@ macro_rules! label_values {
 label_values!(Webhook { Mutate => "mutate", Validate => "validate" });
 label_values!(ReviewResult { Allowed => "allowed", Denied => "denied", Patched => "patched", Error => "error" });
 label_values!(ReloadResult { Success => "success", Failure => "failure" });
+label_values!(Handler {
+    Mutate => "mutate",
+    Validate => "validate",
+    Healthz => "healthz",
+    Readyz => "readyz",
+    Metrics => "metrics",
+    Other => "other",
+});
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RequestLabels {
@@ -71,6 +107,13 @@ struct DurationLabels {
     webhook: Webhook,
     operation: String,
     resource: String,
+}
+
+/// `code` is the status nodescope itself sent, so it takes a few values.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResponseLabels {
+    handler: Handler,
+    code: u16,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -115,6 +158,7 @@ fn bounded_resource(resource: &str) -> String {
 pub struct Metrics {
     registry: Arc<Registry>,
     requests: Family<RequestLabels, Counter>,
+    responses: Family<ResponseLabels, Counter>,
     durations: Family<DurationLabels, Histogram>,
     tls_reloads: Family<ResultLabel, Counter>,
     store_errors: Family<StoreLabel, Counter>,
@@ -132,6 +176,7 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::default();
         let requests = Family::<RequestLabels, Counter>::default();
+        let responses = Family::<ResponseLabels, Counter>::default();
         let durations = Family::<DurationLabels, Histogram>::new_with_constructor(|| {
             // 50 µs .. ~10 s: the fast path sits in the first buckets, the
             // apiserver's timeout in the last.
@@ -153,6 +198,11 @@ impl Metrics {
             "nodescope_admission_requests",
             "Admission reviews answered, by webhook, operation, resource and result",
             requests.clone(),
+        );
+        registry.register(
+            "nodescope_http_responses",
+            "HTTP responses sent, by handler and status code; refusals (400, 404, 405, 413, 415) included",
+            responses.clone(),
         );
         registry.register(
             "nodescope_admission_duration_seconds",
@@ -182,6 +232,7 @@ impl Metrics {
         Self {
             registry: Arc::new(registry),
             requests,
+            responses,
             durations,
             tls_reloads,
             store_errors,
@@ -214,6 +265,14 @@ impl Metrics {
                 resource,
                 result,
             })
+            .inc();
+    }
+
+    /// Counts one HTTP response, whatever it says: reviews, probes, scrapes
+    /// and every refusal, so a misdirected or oversized call is seen.
+    pub fn http_response(&self, handler: Handler, code: u16) {
+        self.responses
+            .get_or_create(&ResponseLabels { handler, code })
             .inc();
     }
 
@@ -281,6 +340,12 @@ mod tests {
             "nodescope_admission_requests_total{webhook=\"validate\",operation=\"other\",resource=\"other\",result=\"error\"} 1"
         ), "{text}");
         assert!(text.contains("nodescope_build_info{version=\""), "{text}");
+        m.http_response(Handler::of("/admit"), 404);
+        assert!(
+            m.render()
+                .contains("nodescope_http_responses_total{handler=\"other\",code=\"404\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"} 0"), "{text}");
     }
 }

@@ -136,7 +136,14 @@ impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for JsonMap
         impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Visitor<'de> for Visit<K, V> {
             type Value = JsonMap<K, V>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map")
+                f.write_str("an object")
+            }
+            // serde's own word for an array is "sequence".
+            fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+                Err(de::Error::invalid_type(
+                    de::Unexpected::Other("array"),
+                    &self,
+                ))
             }
             fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
                 let mut entries = Vec::with_capacity(map.size_hint().unwrap_or(4).min(16));
@@ -146,16 +153,24 @@ impl<'de, K: Deserialize<'de>, V: Deserialize<'de>> Deserialize<'de> for JsonMap
                 Ok(JsonMap(entries))
             }
         }
-        d.deserialize_map(Visit(std::marker::PhantomData))
+        d.deserialize_any(Visit(std::marker::PhantomData))
     }
 }
 
 /// Resource name to quantity text, as in `resources.requests`.
 pub type ResourceTexts<'a> = JsonMap<Str<'a>, QuantityText<'a>>;
 
+// Objects only, so a wrong shape is worded as JSON (`metadata: invalid type:
+// null, expected an object`), never after these Rust types.
+crate::object_only! {
+    PodView<'a>, PodMeta<'a>, OwnerReference<'a>, PodSpecView<'a>, Affinity<'a>,
+    NodeAffinity<'a>, NodeSelector<'a>, NodeSelectorTerm<'a>, NodeSelectorRequirement<'a>,
+    ContainerView<'a>, ResourcesView<'a>,
+}
+
 /// The pod fields nodescope reads; see the module docs for why it is partial.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(remote = "Self", default)]
 pub struct PodView<'a> {
     /// `metadata`.
     #[serde(borrow)]
@@ -167,7 +182,7 @@ pub struct PodView<'a> {
 
 /// `metadata`: identity and the maps the webhook reads or patches.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct PodMeta<'a> {
     /// Absent at the mutating phase for DaemonSet pods; used only in messages.
     #[serde(borrow)]
@@ -191,7 +206,7 @@ pub struct PodMeta<'a> {
 
 /// One `metadata.ownerReferences[]` entry.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct OwnerReference<'a> {
     /// e.g. `apps/v1`.
     #[serde(borrow)]
@@ -208,7 +223,7 @@ pub struct OwnerReference<'a> {
 
 /// `spec`: node placement and the regular containers.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct PodSpecView<'a> {
     /// Set only when the pod is bound; DaemonSet pods usually lack it here.
     #[serde(borrow)]
@@ -223,7 +238,7 @@ pub struct PodSpecView<'a> {
 
 /// `spec.affinity`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct Affinity<'a> {
     /// Only node affinity matters for node resolution.
     #[serde(borrow)]
@@ -232,7 +247,7 @@ pub struct Affinity<'a> {
 
 /// `spec.affinity.nodeAffinity`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(remote = "Self", default)]
 pub struct NodeAffinity<'a> {
     /// The hard requirement the DaemonSet controller writes.
     #[serde(borrow, rename = "requiredDuringSchedulingIgnoredDuringExecution")]
@@ -241,7 +256,7 @@ pub struct NodeAffinity<'a> {
 
 /// A `NodeSelector`.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct NodeSelector<'a> {
     /// ORed terms.
     #[serde(borrow)]
@@ -250,7 +265,7 @@ pub struct NodeSelector<'a> {
 
 /// One `nodeSelectorTerms[]` entry; label expressions are not needed.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
+#[serde(remote = "Self", default, rename_all = "camelCase")]
 pub struct NodeSelectorTerm<'a> {
     /// Field requirements, e.g. `metadata.name In [node-a-1]`.
     #[serde(borrow)]
@@ -259,7 +274,7 @@ pub struct NodeSelectorTerm<'a> {
 
 /// One `matchFields[]` requirement.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(remote = "Self", default)]
 pub struct NodeSelectorRequirement<'a> {
     /// Field path, e.g. `metadata.name`.
     #[serde(borrow)]
@@ -274,7 +289,7 @@ pub struct NodeSelectorRequirement<'a> {
 
 /// One `spec.containers[]` entry: its name and resources only.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(remote = "Self", default)]
 pub struct ContainerView<'a> {
     /// Matches VPA container policies and recommendations.
     #[serde(borrow)]
@@ -286,7 +301,7 @@ pub struct ContainerView<'a> {
 
 /// `resources`: requests and limits as unparsed text.
 #[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[serde(remote = "Self", default)]
 pub struct ResourcesView<'a> {
     /// `None` means the patch must create the map first.
     #[serde(borrow)]
@@ -312,9 +327,10 @@ impl ContainerView<'_> {
 /// pod unchanged and logs this.
 #[derive(Debug, thiserror::Error)]
 pub enum PodViewError {
-    /// The JSON is malformed or a field has an unexpected type.
+    /// The JSON is malformed or a field has an unexpected type; the message
+    /// names the field.
     #[error("admission request object is not a readable Pod: {0}")]
-    Json(#[from] serde_json::Error),
+    Json(String),
 }
 
 #[derive(Deserialize)]
@@ -332,15 +348,20 @@ struct RequestEnvelope<'a> {
 impl<'a> PodView<'a> {
     /// Parses a pod object (e.g. the bytes of `request.object`).
     pub fn from_json(bytes: &'a [u8]) -> Result<Self, PodViewError> {
-        Ok(serde_json::from_slice(bytes)?)
+        serde_json::from_slice(bytes).map_err(|error| {
+            PodViewError::Json(match std::str::from_utf8(bytes) {
+                Ok(text) => crate::json_object::with_path::<PodView<'_>>(text, &error),
+                Err(_) => error.to_string(),
+            })
+        })
     }
 
     /// Parses `request.object` out of a whole AdmissionReview body in one pass,
     /// so the caller never materializes the object separately.
     pub fn from_admission_review(body: &'a [u8]) -> Result<Self, PodViewError> {
-        Ok(serde_json::from_slice::<ReviewEnvelope<'a>>(body)?
-            .request
-            .object)
+        serde_json::from_slice::<ReviewEnvelope<'a>>(body)
+            .map(|review| review.request.object)
+            .map_err(|error| PodViewError::Json(error.to_string()))
     }
 
     /// The name of the DaemonSet that controls this pod, if any: only the

@@ -9,8 +9,18 @@ use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
+// Objects only, so a wrong shape is worded as YAML/JSON (`spec: invalid
+// type: array, expected an object`), never after these Rust types.
+crate::object_only! {
+    ObjectMeta, ValidatingAdmissionPolicy, PolicySpec, ParamKind, MatchResources,
+    NamedRuleWithOperations, LabelSelector, LabelSelectorRequirement, Validation,
+    AuditAnnotation, MatchCondition, Variable, ValidatingAdmissionPolicyBinding, BindingSpec,
+    ParamRef,
+}
+
 /// The object metadata the engine needs: the name that appears in messages.
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ObjectMeta {
     /// `metadata.name`.
     #[serde(default)]
@@ -19,6 +29,7 @@ pub struct ObjectMeta {
 
 /// A ValidatingAdmissionPolicy: what to match and which CEL rules to apply.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ValidatingAdmissionPolicy {
     /// Only the name is used.
     pub metadata: ObjectMeta,
@@ -28,7 +39,7 @@ pub struct ValidatingAdmissionPolicy {
 
 /// `spec` of a ValidatingAdmissionPolicy.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct PolicySpec {
     /// The kind of the parameter objects bindings refer to, if any.
     pub param_kind: Option<ParamKind>,
@@ -52,7 +63,7 @@ pub struct PolicySpec {
 
 /// `spec.paramKind`.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParamKind {
     /// e.g. `v1` or `featureflags.nodescope.dev/v1alpha1`.
     pub api_version: String,
@@ -62,7 +73,7 @@ pub struct ParamKind {
 
 /// `matchConstraints` of a policy, or `matchResources` of a binding.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct MatchResources {
     /// Labels the request's namespace must have.
     pub namespace_selector: Option<LabelSelector>,
@@ -80,7 +91,7 @@ pub struct MatchResources {
 
 /// One resource rule: groups x versions x resources x operations.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct NamedRuleWithOperations {
     /// Object names the rule is limited to; empty means all.
     #[serde(default)]
@@ -151,7 +162,7 @@ pub enum Scope {
 ///
 /// An empty selector matches everything, as in Kubernetes.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelector {
     /// Exact label values.
     #[serde(default)]
@@ -163,7 +174,7 @@ pub struct LabelSelector {
 
 /// One set-based requirement of a [`LabelSelector`].
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct LabelSelectorRequirement {
     /// The label key.
     pub key: String,
@@ -237,7 +248,7 @@ impl LabelSelector {
 
 /// One CEL validation.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct Validation {
     /// Must evaluate to `true` for the request to pass.
     pub expression: String,
@@ -288,7 +299,7 @@ impl StatusReason {
 
 /// `spec.auditAnnotations[]`.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct AuditAnnotation {
     /// Published as `<policy>/<key>`.
     pub key: String,
@@ -298,7 +309,7 @@ pub struct AuditAnnotation {
 
 /// `spec.matchConditions[]`.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct MatchCondition {
     /// For messages only.
     pub name: String,
@@ -308,7 +319,7 @@ pub struct MatchCondition {
 
 /// `spec.variables[]`.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct Variable {
     /// Referenced as `variables.<name>`.
     pub name: String,
@@ -329,6 +340,7 @@ pub enum FailurePolicy {
 /// A ValidatingAdmissionPolicyBinding: applies a policy, with params, to a
 /// (narrowed) set of requests.
 #[derive(Clone, Debug, Deserialize)]
+#[serde(remote = "Self")]
 pub struct ValidatingAdmissionPolicyBinding {
     /// Only the name is used.
     pub metadata: ObjectMeta,
@@ -338,7 +350,7 @@ pub struct ValidatingAdmissionPolicyBinding {
 
 /// `spec` of a ValidatingAdmissionPolicyBinding.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct BindingSpec {
     /// The policy this binding applies.
     pub policy_name: String,
@@ -353,7 +365,7 @@ pub struct BindingSpec {
 
 /// `spec.paramRef` of a binding.
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(remote = "Self", rename_all = "camelCase", deny_unknown_fields)]
 pub struct ParamRef {
     /// One param by name.
     pub name: Option<String>,

@@ -1,6 +1,8 @@
 //! Accept loops: TCP_NODELAY on every connection, bounded TLS handshakes and
 //! header reads, long keep-alive, and a graceful drain on shutdown.
 
+use super::plain;
+use crate::metrics::{Handler, Metrics};
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -66,31 +68,46 @@ fn builder(options: &ConnectionOptions) -> Builder<TokioExecutor> {
 }
 
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops
-/// accepting and waits up to the drain timeout for open requests.
+/// accepting and waits up to the drain timeout for open requests. A client
+/// that speaks plain HTTP to it is told so, and counted in `metrics`.
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     options: ConnectionOptions,
+    metrics: Metrics,
     shutdown: impl Future<Output = ()>,
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let handshake_timeout = options.handshake_timeout;
     let handshake = move |stream: TcpStream, peer: SocketAddr| {
         let acceptor = acceptor.clone();
+        let metrics = metrics.clone();
         async move {
-            match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                Ok(Ok(tls)) => {
+            let handshake = async {
+                if plain::is_plain_http(&stream).await {
+                    tracing::debug!(%peer, "plain HTTP on the TLS port; answering 400");
+                    metrics.http_response(Handler::Other, 400);
+                    plain::refuse(stream).await;
+                    return None;
+                }
+                match acceptor.accept(stream).await {
+                    Ok(tls) => Some(tls),
+                    Err(error) => {
+                        tracing::debug!(%error, %peer, "TLS handshake failed");
+                        None
+                    }
+                }
+            };
+            match tokio::time::timeout(handshake_timeout, handshake).await {
+                Ok(Some(tls)) => {
                     let protocol = match tls.get_ref().1.alpn_protocol() {
                         Some(b"h2") => Protocol::Http2,
                         _ => Protocol::Http1,
                     };
                     Some((tls, protocol))
                 }
-                Ok(Err(error)) => {
-                    tracing::debug!(%error, %peer, "TLS handshake failed");
-                    None
-                }
+                Ok(None) => None,
                 Err(_) => {
                     tracing::debug!(%peer, "TLS handshake timed out");
                     None

@@ -3,16 +3,19 @@
 //! Owns nothing but transport. Each review is handed, as bytes, to
 //! [`crate::admission::answer`]; this module never inspects an object.
 
+mod body;
 mod listener;
+mod plain;
 
 pub use listener::{serve_plain, serve_tls, ConnectionOptions};
 
 use crate::admission::{self, Decider};
-use crate::metrics::{Metrics, Webhook};
+use crate::metrics::{Handler, Metrics, Webhook};
 use arc_swap::ArcSwap;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -69,22 +72,39 @@ pub struct AppState {
 
 /// The admission routes plus probes and metrics, served over TLS.
 pub fn admission_router(state: AppState) -> Router {
-    Router::new()
+    let routes = Router::new()
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
-        .merge(probe_router_routes())
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
-        .with_state(state)
+        .merge(probe_router_routes());
+    finish(routes, state)
 }
 
 /// Probes and metrics only, for the optional plain-HTTP listener, so
 /// kubelet and Prometheus need no TLS and never touch the admission path.
 pub fn probe_router(state: AppState) -> Router {
-    probe_router_routes()
+    finish(probe_router_routes(), state)
+}
+
+/// Fallbacks for what no route takes, and the count of every response.
+fn finish(routes: Router<AppState>, state: AppState) -> Router {
+    routes
         .method_not_allowed_fallback(method_not_allowed)
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            count_response,
+        ))
         .with_state(state)
+}
+
+/// Counts the response to every request, refusals included: a webhook
+/// configured with the wrong path or a client over the body limit must show
+/// up in the metrics the error alert watches.
+async fn count_response(State(metrics): State<Metrics>, request: Request, next: Next) -> Response {
+    let handler = Handler::of(request.uri().path());
+    let response = next.run(request).await;
+    metrics.http_response(handler, response.status().as_u16());
+    response
 }
 
 fn probe_router_routes() -> Router<AppState> {
@@ -170,13 +190,6 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
 }
 
-fn declared_length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok())
-}
-
 async fn review(webhook: Webhook, state: AppState, request: Request) -> Response {
     let headers = request.headers();
     if !is_json(headers) {
@@ -190,25 +203,15 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
         );
     }
     let limit = state.max_body_bytes;
-    // A declared length over the limit is refused before reading any of it.
-    if declared_length(headers).is_some_and(|n| n > limit as u64) {
-        return too_large(limit);
-    }
-    let body = match axum::body::to_bytes(request.into_body(), limit).await {
+    let (parts, body) = request.into_parts();
+    let body = match body::read(&parts.headers, body, limit).await {
         Ok(body) => body,
-        Err(error) => {
-            use std::error::Error;
-            let mut source: Option<&(dyn Error + 'static)> = Some(&error);
-            while let Some(e) = source {
-                if e.is::<http_body_util::LengthLimitError>() {
-                    return too_large(limit);
-                }
-                source = e.source();
-            }
+        Err(body::BodyError::TooLarge) => return too_large(limit),
+        Err(body::BodyError::Read(error)) => {
             return text(
                 StatusCode::BAD_REQUEST,
                 format!("could not read request body: {error}"),
-            );
+            )
         }
     };
     let started = Instant::now();

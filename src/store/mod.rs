@@ -30,6 +30,8 @@ pub enum StoreSource {
     File(PathBuf),
 }
 
+/// The error names neither the flag nor the value: clap, which reports it,
+/// already says `invalid value 'x' for '--store <STORE>'`.
 impl FromStr for StoreSource {
     type Err = String;
 
@@ -38,7 +40,7 @@ impl FromStr for StoreSource {
             "kube" => Ok(Self::Kube),
             _ => match s.strip_prefix("file:") {
                 Some(path) if !path.is_empty() => Ok(Self::File(PathBuf::from(path))),
-                _ => Err(format!("--store {s:?}: expected `kube` or `file:PATH`")),
+                _ => Err("expected `kube` or `file:PATH`".to_owned()),
             },
         }
     }

@@ -12,8 +12,19 @@ use std::path::Path;
 /// what RSA-2048 costs. RSA exists for clients or policies that demand it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum KeyType {
+    /// ECDSA P-256: a TLS handshake costs the server about half of RSA's.
     Ecdsa,
+    /// RSA-2048, for clients or policies that require RSA.
     Rsa,
+}
+
+/// The files `write_to` writes, in the order it writes them.
+pub const FILES: [&str; 3] = ["ca.crt", "tls.crt", "tls.key"];
+
+/// The first of [`FILES`] that already exists in `dir`.
+#[must_use]
+pub fn existing_file(dir: &Path) -> Option<std::path::PathBuf> {
+    FILES.iter().map(|f| dir.join(f)).find(|p| p.exists())
 }
 
 /// What to certify.
@@ -41,40 +52,68 @@ impl GeneratedCerts {
 
     /// Writes `ca.crt`, `tls.crt` and `tls.key` (mode 0600) into `dir`,
     /// creating it; the names match a `kubernetes.io/tls` Secret's keys.
-    pub fn write_to(&self, dir: &Path) -> Result<(), TlsError> {
-        let wrap = |path: &Path| {
-            let path = path.to_owned();
-            move |source| TlsError::Write { path, source }
-        };
-        std::fs::create_dir_all(dir).map_err(wrap(dir))?;
-        let ca = dir.join("ca.crt");
-        std::fs::write(&ca, &self.ca_pem).map_err(wrap(&ca))?;
-        let crt = dir.join("tls.crt");
-        std::fs::write(&crt, &self.cert_pem).map_err(wrap(&crt))?;
-        let key = dir.join("tls.key");
-        write_private(&key, self.key_pem.as_bytes()).map_err(wrap(&key))?;
+    ///
+    /// Unless `replace`, a file already there is an error and nothing is
+    /// written: replacing a CA that webhook configurations trust breaks
+    /// every call until each `caBundle` is updated.
+    pub fn write_to(&self, dir: &Path, replace: bool) -> Result<(), TlsError> {
+        let [ca, crt, key] = FILES.map(|f| dir.join(f));
+        let files = [
+            (ca, self.ca_pem.as_bytes(), false),
+            (crt, self.cert_pem.as_bytes(), false),
+            (key, self.key_pem.as_bytes(), true),
+        ];
+        if !replace {
+            if let Some(path) = existing_file(dir) {
+                return Err(TlsError::Exists { path });
+            }
+        }
+        std::fs::create_dir_all(dir).map_err(|cause| TlsError::Write {
+            path: dir.to_owned(),
+            cause,
+        })?;
+        for (path, bytes, private) in &files {
+            write_file(path, bytes, *private, replace).map_err(|cause| {
+                if cause.kind() == std::io::ErrorKind::AlreadyExists {
+                    TlsError::Exists { path: path.clone() }
+                } else {
+                    TlsError::Write {
+                        path: path.clone(),
+                        cause,
+                    }
+                }
+            })?;
+        }
         Ok(())
     }
 }
 
-#[cfg(unix)]
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path`; `private` files get mode 0600 whatever mode an
+/// existing file had. Without `replace` the file must not exist yet, which
+/// also closes the gap between the existence check and the write.
+fn write_file(path: &Path, bytes: &[u8], private: bool, replace: bool) -> std::io::Result<()> {
     use std::io::Write;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // An existing file keeps its old mode on open; force 0600 either way.
-    file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true);
+    if replace {
+        options.create(true).truncate(true);
+    } else {
+        options.create_new(true);
+    }
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path)?;
+    #[cfg(unix)]
+    if private {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+    }
+    #[cfg(not(unix))]
+    let _ = private;
     file.write_all(bytes)
-}
-
-#[cfg(not(unix))]
-fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    std::fs::write(path, bytes)
 }
 
 fn gen_err(e: impl std::fmt::Display) -> TlsError {
@@ -98,11 +137,76 @@ fn key_pair(key_type: KeyType) -> Result<KeyPair, TlsError> {
     }
 }
 
+/// The longest validity `--days` accepts: a hundred years, far beyond any
+/// sensible certificate and far inside X.509's year 9999.
+pub const MAX_DAYS: u32 = 36_500;
+
+/// Why `days` is not a usable validity, if it is not.
+#[must_use]
+pub fn days_problem(days: u32) -> Option<&'static str> {
+    match days {
+        0 => Some("a certificate must be valid for at least 1 day"),
+        d if d > MAX_DAYS => Some("at most 36500 days (100 years)"),
+        _ => None,
+    }
+}
+
 fn validity(params: &mut CertificateParams, days: u32) {
     let now = time::OffsetDateTime::now_utc();
     // Backdate a little so a node with a slightly slow clock accepts it.
     params.not_before = now - time::Duration::hours(1);
     params.not_after = now + time::Duration::days(i64::from(days));
+}
+
+/// Why `host` cannot be a SAN, in the terms of the rule it breaks; `None`
+/// when it is an IP address or a DNS name a TLS client will accept (the
+/// check is rustls's own, so a name passing here verifies in a handshake).
+#[must_use]
+pub fn host_problem(host: &str) -> Option<String> {
+    if host.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    // A wildcard is allowed as the whole leftmost label only.
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    if name.is_empty() {
+        return Some("it is empty".into());
+    }
+    if name.len() > 253 {
+        return Some("a DNS name is at most 253 characters".into());
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_')))
+    {
+        return Some(format!(
+            "{c:?} is not allowed; a DNS name has only letters, digits, '-', '_' and '.'"
+        ));
+    }
+    let labels: Vec<&str> = name.strip_suffix('.').unwrap_or(name).split('.').collect();
+    if labels.iter().any(|l| l.is_empty()) {
+        return Some("it has an empty label (two dots in a row, or a leading dot)".into());
+    }
+    if labels.iter().any(|l| l.len() > 63) {
+        return Some("a label is longer than 63 characters".into());
+    }
+    if labels
+        .iter()
+        .any(|l| l.starts_with('-') || l.ends_with('-'))
+    {
+        return Some("a label starts or ends with '-'".into());
+    }
+    if labels
+        .last()
+        .is_some_and(|l| l.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Some(
+            "it is not a valid IP address, and a DNS name cannot end in an all-numeric label"
+                .into(),
+        );
+    }
+    rustls::pki_types::DnsName::try_from(name)
+        .err()
+        .map(|_| "rustls does not accept it as a DNS name".into())
 }
 
 /// Makes a CA and a serving certificate signed by it.
@@ -111,6 +215,20 @@ pub fn generate(request: &CertRequest) -> Result<GeneratedCerts, TlsError> {
         return Err(TlsError::Generate(
             "at least one --host is required (a DNS name such as nodescope.nodescope-system.svc, or an IP)".into(),
         ));
+    }
+    if let Some(reason) = days_problem(request.validity_days) {
+        return Err(TlsError::BadDays {
+            days: request.validity_days,
+            reason,
+        });
+    }
+    for host in &request.hosts {
+        if let Some(reason) = host_problem(host) {
+            return Err(TlsError::BadHost {
+                host: host.clone(),
+                reason,
+            });
+        }
     }
     let ca_key = key_pair(request.key_type)?;
     let mut ca_params = CertificateParams::default();
@@ -131,9 +249,14 @@ pub fn generate(request: &CertRequest) -> Result<GeneratedCerts, TlsError> {
         .iter()
         .map(|h| match h.parse::<std::net::IpAddr>() {
             Ok(ip) => Ok(SanType::IpAddress(ip)),
-            Err(_) => h.clone().try_into().map(SanType::DnsName).map_err(|e| {
-                TlsError::Generate(format!("--host {h:?} is not a valid DNS name: {e}"))
-            }),
+            Err(_) => h
+                .clone()
+                .try_into()
+                .map(SanType::DnsName)
+                .map_err(|e| TlsError::BadHost {
+                    host: h.clone(),
+                    reason: e.to_string(),
+                }),
         })
         .collect::<Result<_, _>>()?;
     params.key_usages = vec![
@@ -168,7 +291,7 @@ mod tests {
     fn generated_ecdsa_pair_loads_as_a_matching_pair() {
         let certs = generate(&request(KeyType::Ecdsa)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        certs.write_to(dir.path()).unwrap();
+        certs.write_to(dir.path(), false).unwrap();
         crate::tls::load_pair(&dir.path().join("tls.crt"), &dir.path().join("tls.key")).unwrap();
         assert!(certs.key_pem.contains("BEGIN PRIVATE KEY"));
     }
@@ -177,7 +300,7 @@ mod tests {
     fn generated_rsa_pair_loads_as_a_matching_pair() {
         let certs = generate(&request(KeyType::Rsa)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        certs.write_to(dir.path()).unwrap();
+        certs.write_to(dir.path(), false).unwrap();
         crate::tls::load_pair(&dir.path().join("tls.crt"), &dir.path().join("tls.key")).unwrap();
     }
 
@@ -187,7 +310,7 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let certs = generate(&request(KeyType::Ecdsa)).unwrap();
         let dir = tempfile::tempdir().unwrap();
-        certs.write_to(dir.path()).unwrap();
+        certs.write_to(dir.path(), false).unwrap();
         let mode = std::fs::metadata(dir.path().join("tls.key"))
             .unwrap()
             .permissions()

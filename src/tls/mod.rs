@@ -7,7 +7,10 @@
 mod certs;
 mod reload;
 
-pub use certs::{generate, CertRequest, GeneratedCerts, KeyType};
+pub use certs::{
+    days_problem, existing_file, generate, host_problem, CertRequest, GeneratedCerts, KeyType,
+    MAX_DAYS,
+};
 pub use reload::{watch_pair, ReloadingResolver};
 
 use rustls::crypto::CryptoProvider;
@@ -20,12 +23,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Why a certificate pair could not be used; each names the file at fault.
+///
+/// Every message already ends with its cause, so no variant also returns it
+/// from `source()`: a caller that prints the chain (anyhow's `{:#}`) would
+/// otherwise say it twice.
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: no PEM CERTIFICATE block found")]
     NoCertificate { path: PathBuf },
@@ -40,14 +47,20 @@ pub enum TlsError {
         reason: String,
     },
     #[error("TLS configuration: {0}")]
-    Config(#[from] rustls::Error),
+    Config(rustls::Error),
     #[error("certificate generation: {0}")]
     Generate(String),
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {cause}")]
     Write {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
+    #[error("{path} already exists; pass --force to replace ca.crt, tls.crt and tls.key")]
+    Exists { path: PathBuf },
+    #[error("--host {host:?} is neither a DNS name nor an IP address: {reason}")]
+    BadHost { host: String, reason: String },
+    #[error("--days {days}: {reason}")]
+    BadDays { days: u32, reason: &'static str },
 }
 
 /// The one crypto provider in the binary; ring, so no C toolchain beyond
@@ -57,9 +70,9 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, TlsError> {
-    std::fs::read(path).map_err(|source| TlsError::Read {
+    std::fs::read(path).map_err(|cause| TlsError::Read {
         path: path.to_owned(),
-        source,
+        cause,
     })
 }
 
@@ -106,7 +119,16 @@ pub fn certified_key_from_pem(
     certified.keys_match().map_err(|e| TlsError::Mismatch {
         cert: cert_path.to_owned(),
         key: key_path.to_owned(),
-        reason: e.to_string(),
+        // rustls's own text for these ends in its enum's variant name.
+        reason: match e {
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch) => {
+                "its public key is not the one the certificate names".to_owned()
+            }
+            rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown) => {
+                "the key cannot give its public key to compare".to_owned()
+            }
+            other => other.to_string(),
+        },
     })?;
     Ok(certified)
 }
@@ -115,7 +137,8 @@ pub fn certified_key_from_pem(
 /// HTTP/2 to loopback URLs and HTTP/1.1 with keep-alive to services.
 pub fn server_config(resolver: Arc<dyn ResolvesServerCert>) -> Result<ServerConfig, TlsError> {
     let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+        .map_err(TlsError::Config)?
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];

@@ -66,16 +66,16 @@ cases:
     apiVersion: autoscaling.k8s.io/v1
     kind: VerticalPodAutoscaler
     metadata: {name: v, namespace: ns}
-    spec: {scope: cluster}
+    spec: {scope: node pool}
   expect:
     result: deny
-    message: 'spec\.scope must be absent, "" or "node", not "cluster"'
+    message: 'spec\.scope must be absent, "", "node" or a node label key .*, not "node pool"$'
 - name: this expectation is wrong
   object:
     apiVersion: autoscaling.k8s.io/v1
     kind: VerticalPodAutoscaler
     metadata: {name: v, namespace: ns}
-    spec: {scope: cluster}
+    spec: {scope: node pool}
   expect: {result: allow}
 "#;
 
@@ -205,7 +205,7 @@ fn a_suites_paths_are_relative_to_the_suite_file_not_to_the_working_directory() 
     .expect("the binary runs");
     assert_exit(&output, 0);
     assert!(
-        stdout(&output).ends_with("47 passed, 0 failed\n"),
+        stdout(&output).ends_with("90 passed, 0 failed\n"),
         "{}",
         stdout(&output)
     );

@@ -51,6 +51,15 @@ pub fn make_certs(dir: &Path) {
     );
 }
 
+/// Runs `nodescope args...` in `dir` to completion.
+pub fn run_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
 pub struct Server {
     pub child: Child,
     pub addr: SocketAddr,
@@ -123,12 +132,11 @@ impl Server {
                 addr = v["fields"]["addr"].as_str().and_then(|a| a.parse().ok());
             }
             if msg == "serving probes and metrics over plain HTTP" {
-                metrics_addr = v["fields"]["addr"].as_str().and_then(|a| {
-                    a.trim_start_matches("Some(")
-                        .trim_end_matches(')')
-                        .parse()
-                        .ok()
+                let logged = v["fields"]["addr"].as_str().unwrap_or_default();
+                let parsed = logged.parse().unwrap_or_else(|_| {
+                    panic!("metrics listener logged {logged:?}, not an address")
                 });
+                metrics_addr = Some(parsed);
             }
         }
         Self {

@@ -130,6 +130,7 @@ pub async fn run(plane: &ControlPlane) {
         expected.len()
     );
     crd_rules_speak_as_nodescope_reads_them(plane).await;
+    crd_admits_label_key_scopes(plane).await;
 }
 
 fn condition_names(
@@ -151,6 +152,14 @@ fn written_condition_names(webhook: &Value) -> Vec<String> {
         .collect()
 }
 
+fn vpa(scope: &str, kind: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": "web"}},
+    })
+}
+
 /// The VPA CRD's own rules, on the real apiserver, say exactly what
 /// nodescope's `CrdRules` says they say (and so, by
 /// tests/crd_policy_parity.rs, what the policy says).
@@ -160,14 +169,13 @@ async fn crd_rules_speak_as_nodescope_reads_them(plane: &ControlPlane) {
         .unwrap_or_else(|e| panic!("{e}"));
     for (scope, kind) in [
         ("node", "Deployment"),
-        ("cluster", "DaemonSet"),
+        ("Cluster Wide", "DaemonSet"),
         ("node", "StatefulSet"),
+        ("topology.kubernetes.io/zone", "Deployment"),
+        ("UPPER/x", "DaemonSet"),
+        ("/x", "Deployment"),
     ] {
-        let vpa = serde_json::json!({
-            "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
-            "metadata": {"name": "web", "namespace": "default"},
-            "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": kind, "name": "web"}},
-        });
+        let vpa = vpa(scope, kind);
         let denied = dry_run_create(&client, &vpa)
             .await
             .err()
@@ -183,4 +191,27 @@ async fn crd_rules_speak_as_nodescope_reads_them(plane: &ControlPlane) {
         );
         println!("  the CRD says, as nodescope reads it: {denied}");
     }
+}
+
+/// The VPA CRD admits the label keys (AEP-10031) that `CrdRules` admits:
+/// the apiserver's regex engine reads the rules' regexes as nodescope's
+/// does. (The shipped webhook configurations are gone by now: a VPA the
+/// CRD admits would go on to them.)
+async fn crd_admits_label_key_scopes(plane: &ControlPlane) {
+    let client = plane.client().await;
+    let rules = CrdRules::from_crd(&manifest("manifests/components/vpa-crd/vpa-crd.yaml"), "v1")
+        .unwrap_or_else(|e| panic!("{e}"));
+    for scope in [
+        "node",
+        "kubernetes.io/hostname",
+        "topology.kubernetes.io/zone",
+        "nvidia.com/gpu.present",
+    ] {
+        let vpa = vpa(scope, "DaemonSet");
+        assert_eq!(rules.evaluate(&vpa), []);
+        dry_run_create(&client, &vpa)
+            .await
+            .unwrap_or_else(|e| panic!("the apiserver refused {vpa}: {e}"));
+    }
+    println!("  the CRD admits node, hostname, zone and custom-key scopes for a DaemonSet");
 }
