@@ -245,7 +245,12 @@ pub async fn authorize(
         "subjects": subjects,
     });
     cluster::apply(&client, &binding).await;
+    let mut seen = Vec::new();
     for user in users.iter().filter(|u| !u.username.is_empty()) {
+        if seen.contains(&user) {
+            continue;
+        }
+        seen.push(user);
         let client = clients.as_user(user);
         super::eventually(&format!("RBAC for {}", user.username), LIMIT, || {
             let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
