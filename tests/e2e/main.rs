@@ -14,6 +14,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod enforcers;
 mod failures;
 mod install;
 mod mutation;
@@ -31,6 +32,7 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
+    ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),

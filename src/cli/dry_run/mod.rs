@@ -26,7 +26,7 @@ use defaulting::PriorityClasses;
 use input::{check_object, is_review, str_at, InputError, Location, SourceDocument};
 use kinds::Kinds;
 use output::{ContainerResources, MutationReport, ObjectReport, Report, Row, Status};
-pub use requests::{requests, RequestOptions};
+pub use requests::{requests, RequestOptions, Written};
 use review::User;
 use serde_json::Value;
 use sources::Inputs;
@@ -115,6 +115,10 @@ pub struct Request {
     pub node: Option<String>,
     /// A whole AdmissionReview.
     pub review: Value,
+    /// The objects as the client sends them, before the apiserver's
+    /// defaulting; only with [`RequestOptions::keep_written`], and never
+    /// for a replayed review.
+    pub written: Option<Written>,
 }
 
 /// Loads the policies at `path` (a directory, or one file), or the bundle
@@ -162,7 +166,7 @@ pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<
 }
 
 /// Kinds that, given with `-f`, are also cluster state the rules read.
-fn is_param_kind(value: &Value) -> bool {
+pub fn is_param_kind(value: &Value) -> bool {
     matches!(
         (str_at(value, "/apiVersion"), str_at(value, "/kind")),
         ("featureflags.nodescope.dev/v1alpha1", "Feature")
@@ -227,6 +231,7 @@ impl Engine {
             location,
             node,
             mut review,
+            written: _,
         } = request;
         let bad_review = |message: String| match &location {
             Some(at) => RunError::Input(InputError::document(at, message)),
@@ -465,10 +470,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         kinds,
     )
     .map_err(|e| locate(e, &located))?;
-    let mut old: Vec<Value> = old.into_iter().map(|d| d.value).collect();
-    for object in &mut old {
-        engine.default(object, "CREATE");
-    }
+    let old: Vec<Value> = old.into_iter().map(|d| d.value).collect();
     let user = User {
         username: args.as_user.clone().unwrap_or_default(),
         groups: args.as_groups.clone(),
@@ -478,6 +480,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         sub_resource: None,
         user: &user,
         nodes: &args.nodes,
+        keep_written: false,
     };
     let requests = requests(&engine, documents, &old, &options, 0)?;
     let objects = engine.evaluate_all(requests)?;

@@ -15,12 +15,29 @@ pub struct RequestOptions<'a> {
     pub sub_resource: Option<&'a str>,
     pub user: &'a User,
     pub nodes: &'a [String],
+    /// Keep each request's objects as the client sends them
+    /// ([`Request::written`]), for callers that send the requests to a real
+    /// apiserver; off for `dry-run`, which has no use for the copies.
+    pub keep_written: bool,
+}
+
+/// A request's objects as written: what a client sends to the apiserver,
+/// which then defaults them itself. The engine evaluates the defaulted
+/// ones, so sending these reproduces the request it evaluated.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// The object of a CREATE or UPDATE.
+    pub object: Option<Value>,
+    /// The object stored before an UPDATE or DELETE, as it was created (for
+    /// a subresource write without `--old`, the object itself).
+    pub old_object: Option<Value>,
 }
 
 /// Turns documents from `-f` into requests: reviews are replayed as they
 /// are; manifests are defaulted and wrapped in a review, DaemonSets are
 /// followed by their per-node pods. `old` are the previous versions for
-/// UPDATE, matched by kind, namespace and name.
+/// UPDATE, as written, matched by kind, namespace and name; each is
+/// defaulted as the apiserver did when it was created.
 ///
 /// # Errors
 /// A document that is not an object, an object of a kind no apiserver
@@ -51,6 +68,7 @@ pub fn requests(
                 location: Some(document.location),
                 node: None,
                 review: document.value,
+                written: None,
             });
             continue;
         }
@@ -64,6 +82,7 @@ pub fn requests(
             .map_err(|why| InputError::document(&document.location, why))?
             .clone();
         let mut object = document.value;
+        let written = options.keep_written.then(|| object.clone());
         engine.default(&mut object, options.operation);
         let label = crate::manifest::object_ref(&object);
         let pods: Vec<(String, Value)> = if options.operation == "CREATE" {
@@ -75,21 +94,37 @@ pub fn requests(
         } else {
             Vec::new()
         };
+        let mut sent = Written {
+            object: written,
+            old_object: None,
+        };
         let review = match options.operation {
-            "DELETE" => review::build(
-                &next_uid(),
-                "DELETE",
-                None,
-                Some(object),
-                options.user,
-                &served,
-            ),
+            "DELETE" => {
+                sent.old_object = sent.object.take();
+                review::build(
+                    &next_uid(),
+                    "DELETE",
+                    None,
+                    Some(object),
+                    options.user,
+                    &served,
+                )
+            }
             "UPDATE" => {
                 let previous = old.iter().find(|o| same_object(o, &object)).cloned();
                 let previous = match (previous, options.sub_resource) {
-                    (Some(previous), _) => previous,
+                    (Some(mut previous), _) => {
+                        if options.keep_written {
+                            sent.old_object = Some(previous.clone());
+                        }
+                        engine.default(&mut previous, "CREATE");
+                        previous
+                    }
                     // A subresource write carries the whole object on both sides.
-                    (None, Some(_)) => object.clone(),
+                    (None, Some(_)) => {
+                        sent.old_object.clone_from(&sent.object);
+                        object.clone()
+                    }
                     (None, None) => {
                         return Err(InputError::document(
                             &document.location,
@@ -119,12 +154,17 @@ pub fn requests(
             location: Some(document.location.clone()),
             node: None,
             review,
+            written: options.keep_written.then_some(sent),
         });
         let pod_kind = engine
             .kinds()
             .lookup("v1", "Pod")
             .map_err(RunError::Internal)?;
         for (node, mut pod) in pods {
+            let written = options.keep_written.then(|| Written {
+                object: Some(pod.clone()),
+                old_object: None,
+            });
             engine.default(&mut pod, "CREATE");
             let label = format!(
                 "Pod/{}/{}[{node}]",
@@ -144,6 +184,7 @@ pub fn requests(
                 location: Some(document.location.clone()),
                 node: Some(node),
                 review,
+                written,
             });
         }
     }

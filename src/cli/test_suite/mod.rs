@@ -3,23 +3,24 @@
 //! by the dry-run engine (so by the webhook's own pipeline) and compared
 //! with its expectation. The schema is documented in docs/policy-tests.md.
 
+pub mod cases;
+mod expect;
 mod report;
 mod schema;
 
 use crate::cli::dry_run::input::{InputError, Location, SourceDocument};
 use crate::cli::dry_run::kinds::Kinds;
-use crate::cli::dry_run::output::ObjectReport;
 use crate::cli::dry_run::review::User;
 use crate::cli::dry_run::sources::{self, Inputs};
-use crate::cli::dry_run::{self, Engine, RequestOptions, RunError};
+use crate::cli::dry_run::{self, Engine, Request, RequestOptions, RunError};
 use crate::cli::{TestArgs, TestFormat};
 use crate::policy::PolicySet;
 use regex::Regex;
 use report::CaseResult;
-use schema::{Case, Expect, ExpectedResources};
+use schema::Case;
 use serde_json::Value;
 use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -92,14 +93,35 @@ fn suite_files(path: &Path) -> Result<Vec<PathBuf>, RunError> {
     Ok(files)
 }
 
-/// Runs the cases of one suite that `filter` selects: how many cases the
-/// suite has, and the results of those run.
-fn run_suite(
+/// Which policies a suite's cases are evaluated against.
+#[derive(Debug, Clone, Copy)]
+enum PolicyChoice<'a> {
+    /// The suite's own `policies:`, else this path (`--policies`), else
+    /// the bundle: what `nodescope test` does.
+    SuiteFirst(Option<&'a Path>),
+    /// This path for every suite, whatever the suite names: for comparing
+    /// with an enforcer that has all of them installed at once.
+    Everywhere(&'a Path),
+}
+
+/// A suite file read, with what its cases share.
+struct OpenSuite {
+    suite: schema::Suite,
+    source: String,
+    base: PathBuf,
+    name: String,
+    policies: Arc<PolicySet>,
+    /// The suite's params and recommendations.
+    state: Vec<SourceDocument>,
+}
+
+/// Reads and checks a suite, and compiles (or reuses) its policies.
+fn open_suite(
     file: &Path,
-    args: &TestArgs,
-    filter: Option<&Regex>,
+    choice: PolicyChoice<'_>,
     cache: &mut PolicyCache,
-) -> Result<(usize, Vec<CaseResult>), RunError> {
+    inputs: &mut Inputs,
+) -> Result<OpenSuite, RunError> {
     let source = file.display().to_string();
     let text = std::fs::read_to_string(file).map_err(|e| InputError::File {
         path: source.clone(),
@@ -113,22 +135,29 @@ fn run_suite(
         }
         .into());
     }
-    let base = file.parent().unwrap_or(Path::new("."));
-    let suite_name = suite.name.clone().unwrap_or_else(|| {
+    let base = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let name = suite.name.clone().unwrap_or_else(|| {
         file.file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default()
     });
     // A suite's paths are its own, relative to its file: a suite copied
     // elsewhere then fails naming the path it lacks.
-    let (policy_path, policy_name) = match (&suite.policies, &args.policies) {
-        (Some(path), _) => {
+    let (policy_path, policy_name) = match (choice, &suite.policies) {
+        (PolicyChoice::Everywhere(path), _) => (
+            Some(path.to_path_buf()),
+            format!("policies {}", path.display()),
+        ),
+        (PolicyChoice::SuiteFirst(_), Some(path)) => {
             let path = base.join(path);
             let name = format!("{source}: policies: {}", path.display());
             (Some(path), name)
         }
-        (None, Some(path)) => (Some(path.clone()), format!("--policies {}", path.display())),
-        (None, None) => (None, String::new()),
+        (PolicyChoice::SuiteFirst(Some(path)), None) => (
+            Some(path.to_path_buf()),
+            format!("--policies {}", path.display()),
+        ),
+        (PolicyChoice::SuiteFirst(None), None) => (None, String::new()),
     };
     // Suites are hermetic: the objects a policy directory installs (the
     // bundle's resizers ConfigMap) are not params unless a suite lists them.
@@ -139,56 +168,113 @@ fn run_suite(
             Arc::clone(entry.insert(Arc::new(set)))
         }
     };
-    let mut inputs = Inputs::default();
-    let mut suite_state = objects(&mut inputs, &suite.params, "params", base, &source)?;
-    suite_state.extend(objects(
-        &mut inputs,
+    let mut state = objects(inputs, &suite.params, "params", &base, &source)?;
+    state.extend(objects(
+        inputs,
         &suite.recommendations,
         "recommendations",
-        base,
+        &base,
         &source,
     )?);
+    Ok(OpenSuite {
+        suite,
+        source,
+        base,
+        name,
+        policies,
+        state,
+    })
+}
+
+/// A case turned into the engine that holds its cluster state and the
+/// requests to evaluate with it.
+struct PreparedCase {
+    engine: Engine,
+    requests: Vec<Request>,
+    /// The suite's and the case's params and recommendations, in order.
+    state: Vec<SourceDocument>,
+    /// The case, as messages name it.
+    at: String,
+}
+
+/// Everything `nodescope test` does to a case short of evaluating it.
+/// `keep_written` keeps the objects as written on each request.
+fn prepare_case(
+    open: &OpenSuite,
+    case: &Case,
+    inputs: &mut Inputs,
+    keep_written: bool,
+) -> Result<PreparedCase, RunError> {
+    let (base, at) = (
+        open.base.as_path(),
+        format!("{}: case {:?}", open.source, case.name),
+    );
+    let mut state = open.state.clone();
+    state.extend(objects(inputs, &case.params, "params", base, &at)?);
+    state.extend(objects(
+        inputs,
+        &case.recommendations,
+        "recommendations",
+        base,
+        &at,
+    )?);
+    let subjects = case_objects(inputs, case, base, &at)?;
+    let mut kinds = Kinds::default();
+    for document in state.iter().chain(&subjects.new).chain(&subjects.old) {
+        kinds
+            .learn(&document.value)
+            .map_err(|why| InputError::document(&document.location, why))?;
+    }
+    for document in state.iter().chain(&subjects.old) {
+        dry_run::check_state(&kinds, document)?;
+    }
+    let values = state.iter().map(|d| d.value.clone()).collect();
+    let engine = Engine::new(
+        Arc::clone(&open.policies),
+        values,
+        Default::default(),
+        kinds,
+    )
+    .map_err(|e| dry_run::locate(e, &state))?;
+    let requests = case_requests(&engine, case, subjects, &at, keep_written)?;
+    Ok(PreparedCase {
+        engine,
+        requests,
+        state,
+        at,
+    })
+}
+
+/// Runs the cases of one suite that `filter` selects: how many cases the
+/// suite has, and the results of those run.
+fn run_suite(
+    file: &Path,
+    args: &TestArgs,
+    filter: Option<&Regex>,
+    cache: &mut PolicyCache,
+) -> Result<(usize, Vec<CaseResult>), RunError> {
+    let mut inputs = Inputs::default();
+    let choice = PolicyChoice::SuiteFirst(args.policies.as_deref());
+    let open = open_suite(file, choice, cache, &mut inputs)?;
     let mut results = Vec::new();
-    for case in &suite.cases {
-        let full_name = format!("{suite_name}/{}", case.name);
+    for case in &open.suite.cases {
+        let full_name = format!("{}/{}", open.name, case.name);
         if filter.is_some_and(|f| !f.is_match(&full_name)) {
             continue;
         }
-        let at = format!("{source}: case {:?}", case.name);
-        let mut state = suite_state.clone();
-        state.extend(objects(&mut inputs, &case.params, "params", base, &at)?);
-        state.extend(objects(
-            &mut inputs,
-            &case.recommendations,
-            "recommendations",
-            base,
-            &at,
-        )?);
-        let subjects = case_objects(&mut inputs, case, base, &at)?;
-        let mut kinds = Kinds::default();
-        for document in state.iter().chain(&subjects.new).chain(&subjects.old) {
-            kinds
-                .learn(&document.value)
-                .map_err(|why| InputError::document(&document.location, why))?;
-        }
-        for document in state.iter().chain(&subjects.old) {
-            dry_run::check_state(&kinds, document)?;
-        }
-        let values = state.iter().map(|d| d.value.clone()).collect();
-        let engine = Engine::new(Arc::clone(&policies), values, Default::default(), kinds)
-            .map_err(|e| dry_run::locate(e, &state))?;
-        let mut reports = run_case(&engine, case, subjects, &at)?;
+        let prepared = prepare_case(&open, case, &mut inputs, false)?;
+        let mut reports = prepared.engine.evaluate_all(prepared.requests)?;
         if !case.nodes.is_empty() {
             // With `nodes`, the case is about the DaemonSet's pods.
             reports.retain(|r| r.node.is_some());
         }
         results.push(CaseResult {
-            suite: suite_name.clone(),
+            suite: open.name.clone(),
             case: case.name.clone(),
-            failure: check(&case.expect, &reports, &at)?,
+            failure: expect::check(&case.expect, &reports, &prepared.at)?,
         });
     }
-    Ok((suite.cases.len(), results))
+    Ok((open.suite.cases.len(), results))
 }
 
 /// The documents of a suite's or a case's `field`: inline objects as they
@@ -268,12 +354,14 @@ fn case_objects(
     Ok(Subjects { new, old })
 }
 
-fn run_case(
+/// The requests of a case, as the dry-run engine builds them.
+fn case_requests(
     engine: &Engine,
     case: &Case,
     subjects: Subjects,
     at: &str,
-) -> Result<Vec<ObjectReport>, RunError> {
+    keep_written: bool,
+) -> Result<Vec<Request>, RunError> {
     let operation = match case.operation.as_str() {
         op @ ("CREATE" | "UPDATE" | "DELETE") => op,
         other => {
@@ -289,10 +377,7 @@ fn run_case(
         ))
         .into());
     }
-    let mut old: Vec<Value> = subjects.old.into_iter().map(|d| d.value).collect();
-    for object in &mut old {
-        engine.default(object, "CREATE");
-    }
+    let old: Vec<Value> = subjects.old.into_iter().map(|d| d.value).collect();
     let user = case
         .user
         .as_ref()
@@ -306,125 +391,9 @@ fn run_case(
         sub_resource: case.sub_resource.as_deref(),
         user: &user,
         nodes: &case.nodes,
+        keep_written,
     };
-    engine.evaluate_all(dry_run::requests(engine, subjects.new, &old, &options, 0)?)
-}
-
-/// `None` when every report meets the expectation, else why not.
-fn check(expect: &Expect, reports: &[ObjectReport], at: &str) -> Result<Option<String>, RunError> {
-    let allowed = ["allow", "deny", "warn", "skip", "error"];
-    if !allowed.contains(&expect.result.as_str())
-        || (expect.policy.is_none() && !allowed[..3].contains(&expect.result.as_str()))
-    {
-        return Err(InputError::Usage(format!(
-            "{at}: expect.result must be allow, deny or warn (or, with expect.policy, skip or error), not {:?}",
-            expect.result
-        ))
-        .into());
-    }
-    let pattern = expect
-        .message
-        .as_deref()
-        .map(|pattern| {
-            Regex::new(pattern).map_err(|e| {
-                InputError::Usage(format!(
-                    "{at}: expect.message {pattern:?}: {}",
-                    regex_problem(&e)
-                ))
-            })
-        })
-        .transpose()?;
-    if reports.is_empty() {
-        return Ok(Some(
-            "nothing to check (with `nodes`, give an apps/v1 DaemonSet)".to_owned(),
-        ));
-    }
-    for report in reports {
-        if let Some(problem) = check_one(expect, pattern.as_ref(), report) {
-            return Ok(Some(format!("{}: {problem}", report.object)));
-        }
-    }
-    Ok(None)
-}
-
-fn check_one(expect: &Expect, pattern: Option<&Regex>, report: &ObjectReport) -> Option<String> {
-    let (actual, messages): (String, Vec<&str>) = match &expect.policy {
-        Some(policy) => {
-            let rows: Vec<_> = report
-                .results
-                .iter()
-                .filter(|r| &r.policy == policy)
-                .collect();
-            let Some(row) = rows
-                .iter()
-                .find(|r| r.result == expect.result)
-                .or(rows.first())
-            else {
-                return Some(format!("policy {policy} was not evaluated"));
-            };
-            (
-                row.result.to_owned(),
-                row.message.as_deref().into_iter().collect(),
-            )
-        }
-        None => match (&report.status, report.warnings.is_empty()) {
-            (Some(status), _) => ("deny".to_owned(), vec![status.message.as_str()]),
-            (None, false) => (
-                "warn".to_owned(),
-                report.warnings.iter().map(String::as_str).collect(),
-            ),
-            (None, true) => ("allow".to_owned(), Vec::new()),
-        },
-    };
-    if actual != expect.result {
-        let why = messages
-            .first()
-            .map(|m| format!(": {m}"))
-            .unwrap_or_default();
-        return Some(format!("expected {}, got {actual}{why}", expect.result));
-    }
-    if let Some(pattern) = pattern {
-        if !messages.iter().any(|m| pattern.is_match(m)) {
-            return Some(format!("no message matches /{pattern}/; got {messages:?}"));
-        }
-    }
-    if !expect.resources.is_empty() && report.object.starts_with("Pod/") {
-        return check_resources(&expect.resources, report);
-    }
-    None
-}
-
-fn check_resources(
-    expected: &BTreeMap<String, ExpectedResources>,
-    report: &ObjectReport,
-) -> Option<String> {
-    let Some(mutation) = &report.mutation else {
-        return Some(
-            "expected resources after mutation, but the webhook does not patch this pod".to_owned(),
-        );
-    };
-    for (name, want) in expected {
-        let Some(got) = mutation.containers.iter().find(|c| &c.name == name) else {
-            return Some(format!("no container {name:?}"));
-        };
-        for (what, want, got) in [
-            ("requests", &want.requests, &got.requests),
-            ("limits", &want.limits, &got.limits),
-        ] {
-            let text = |v: &Value| match v {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let want: BTreeMap<_, _> = want.iter().map(|(k, v)| (k.clone(), text(v))).collect();
-            let got: BTreeMap<_, _> = got.iter().map(|(k, v)| (k.clone(), text(v))).collect();
-            if want != got {
-                return Some(format!(
-                    "container {name:?} {what}: expected {want:?}, got {got:?}"
-                ));
-            }
-        }
-    }
-    None
+    dry_run::requests(engine, subjects.new, &old, &options, 0)
 }
 
 /// A regex error on one line: its last line (`error: unclosed group`)

@@ -45,15 +45,19 @@ pub fn dynamic_api(client: &Client, object: &Value) -> Api<DynamicObject> {
 }
 
 /// The REST resource of an object's apiVersion and kind: the lower-case
-/// plural, as every kind the suite touches spells it.
+/// plural, as every kind the suite touches spells it (`-s`, `-es` after an
+/// `s`, `-ies` for a `y`).
 pub fn api_resource(object: &Value) -> ApiResource {
     let api_version = object["apiVersion"].as_str().unwrap_or_default();
     let kind = object["kind"].as_str().unwrap_or_default();
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let plural = match kind {
-        "PriorityClass" => "priorityclasses".to_owned(),
-        "VerticalPodAutoscaler" => "verticalpodautoscalers".to_owned(),
-        other => format!("{}s", other.to_ascii_lowercase()),
+    let lower = kind.to_ascii_lowercase();
+    let plural = if lower.ends_with('s') {
+        format!("{lower}es")
+    } else if let Some(stem) = lower.strip_suffix('y') {
+        format!("{stem}ies")
+    } else {
+        format!("{lower}s")
     };
     ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural)
 }

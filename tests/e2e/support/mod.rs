@@ -4,9 +4,13 @@
 //! by their own PIDs when the suite ends (also when a test panics, and when
 //! the test binary itself dies: they get SIGKILL with their parent).
 
+pub mod admission;
 pub mod cluster;
+pub mod enforcement;
 pub mod nodescope;
 mod pki;
+pub mod rounds;
+pub mod state;
 
 use base64::Engine as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
