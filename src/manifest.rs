@@ -84,12 +84,7 @@ fn collect_into(
         }
         return Ok(());
     }
-    let mut entries = std::fs::read_dir(path)
-        .map_err(io)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(io)?;
-    entries.sort();
+    let entries = sorted_entries(path).map_err(io)?;
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
         // Kubernetes Secret/ConfigMap volumes keep old generations in dot dirs.
@@ -539,6 +534,16 @@ pub async fn poll_changes(
             on_change();
         }
     }
+}
+
+/// The paths in `dir`, sorted, so that every walk of a directory reads it
+/// in the same order whatever the filesystem returns.
+pub fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut entries = std::fs::read_dir(dir)?
+        .map(|entry| entry.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()?;
+    entries.sort();
+    Ok(entries)
 }
 
 #[cfg(test)]

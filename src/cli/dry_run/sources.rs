@@ -155,12 +155,7 @@ fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
         path: dir.display().to_string(),
         message: reason(&e),
     };
-    let mut entries = std::fs::read_dir(dir)
-        .map_err(unreadable)?
-        .map(|entry| entry.map(|e| e.path()))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(unreadable)?;
-    entries.sort();
+    let entries = crate::manifest::sorted_entries(dir).map_err(unreadable)?;
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.starts_with('.') {

@@ -51,16 +51,7 @@ pub async fn remove(client: &Client, object: &Value) {
     cluster::delete(client, object).await;
     let api = cluster::dynamic_api(client, object);
     let name = object["metadata"]["name"].as_str().unwrap_or_default();
-    super::eventually(&format!("{} {name} gone", object["kind"]), LIMIT, || {
-        let api = api.clone();
-        async move {
-            api.get_opt(name)
-                .await
-                .ok()
-                .and_then(|o| o.is_none().then_some(()))
-        }
-    })
-    .await;
+    gone(&api, &object["kind"].to_string(), name).await;
 }
 
 /// Removes the objects with these identities that exist (never a
@@ -207,6 +198,12 @@ pub async fn delete_stored(client: &Client, request: &CaseRequest, name: &str) {
         Err(kube::Error::Api(status)) if status.code == 404 => {}
         Err(e) => panic!("deleting {kind} {name}: {e}"),
     }
+    gone(&api, kind, name).await;
+}
+
+/// Waits until `name` no longer exists (a delete is not instant: finalizers,
+/// and the watch caches behind later reads).
+async fn gone(api: &kube::Api<kube::api::DynamicObject>, kind: &str, name: &str) {
     super::eventually(&format!("{kind} {name} gone"), LIMIT, || {
         let api = api.clone();
         async move {
