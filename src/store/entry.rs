@@ -35,7 +35,7 @@ pub enum Entry {
     Namespace { name: String, object: Arc<Value> },
     /// A Node's labels, for label scopes (AEP-10031); nothing else of it.
     Node {
-        name: String,
+        name: Arc<str>,
         labels: Arc<[(Arc<str>, Arc<str>)]>,
     },
     /// Anything else: a possible policy param (Feature, ConfigMap, ...).
@@ -199,7 +199,7 @@ impl Entry {
                 }
             }
             ("v1", "Node") => Entry::Node {
-                name: str_at("/metadata/name"),
+                name: interner.intern(&str_at("/metadata/name")),
                 labels: object
                     .pointer("/metadata/labels")
                     .and_then(Value::as_object)

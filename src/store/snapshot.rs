@@ -10,7 +10,7 @@ use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
 use crate::mutate::scope::{NodeLabel, NodeLabels};
 use crate::policy::{LabelSelector, PolicyInputs};
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A node's labels as interned (key, value) pairs.
@@ -34,9 +34,13 @@ pub struct Snapshot {
     vpas: ByName<ByName<Arc<VpaPolicy>>>,
     limit_ranges: ByName<Vec<LimitRangeItem>>,
     namespaces: ByName<Arc<Value>>,
-    /// node name -> the labels some scoped VPA names (only those: a label
-    /// scope reads one key, and 5,000 nodes must not cost 5,000 Nodes).
-    nodes: ByName<Box<LabelPairs>>,
+    /// Every node the store knows, by its interned name.
+    nodes: HashSet<Arc<str>>,
+    /// label key -> node -> value, for the keys some scoped VPA names only:
+    /// a label scope reads one key, and 5,000 nodes must not cost 5,000
+    /// Nodes. The names and values are the entries' own interned strings,
+    /// so the index adds no allocation per node, only its tables.
+    node_labels: HashMap<Arc<str>, HashMap<Arc<str>, Arc<str>>>,
     /// The label keys the node listing kept (`None`: every key, as a file
     /// store has whole Nodes). Lookups of other keys say "unknown node"
     /// rather than "absent": the label may just not be listed yet.
@@ -78,7 +82,7 @@ impl Snapshot {
         };
         // (ns, ds) -> (creationTimestamp, name, policy): oldest wins, then name.
         let mut chosen: HashMap<(&str, &str), (&str, &Arc<VpaPolicy>)> = HashMap::new();
-        let mut nodes: Vec<(&str, &LabelPairs)> = Vec::new();
+        let mut nodes: Vec<(&Arc<str>, &LabelPairs)> = Vec::new();
         for entry in entries {
             match entry {
                 Entry::Vpa {
@@ -137,13 +141,18 @@ impl Snapshot {
             keys.dedup();
             keys
         };
+        snapshot.nodes.reserve(nodes.len());
         for (name, labels) in nodes {
-            let kept = labels
-                .iter()
-                .filter(|(key, _)| keys.binary_search(&&**key).is_ok())
-                .cloned()
-                .collect();
-            snapshot.nodes.insert(name.to_owned(), kept);
+            snapshot.nodes.insert(name.clone());
+            for (key, value) in labels {
+                if keys.binary_search(&&**key).is_ok() {
+                    snapshot
+                        .node_labels
+                        .entry(key.clone())
+                        .or_insert_with(|| HashMap::with_capacity(snapshot.nodes.capacity()))
+                        .insert(name.clone(), value.clone());
+                }
+            }
         }
         for ((namespace, daemonset), (_, policy)) in chosen {
             snapshot
@@ -212,12 +221,14 @@ impl NodeLabels for Snapshot {
         if self.covered.as_ref().is_some_and(|c| !c.contains(key)) {
             return NodeLabel::UnknownNode;
         }
-        match self.nodes.get(node) {
+        match self
+            .node_labels
+            .get(key)
+            .and_then(|by_node| by_node.get(node))
+        {
+            Some(value) => NodeLabel::Value(value),
+            None if self.nodes.contains(node) => NodeLabel::Absent,
             None => NodeLabel::UnknownNode,
-            Some(labels) => labels
-                .iter()
-                .find(|(k, _)| &**k == key)
-                .map_or(NodeLabel::Absent, |(_, v)| NodeLabel::Value(v)),
         }
     }
 }
