@@ -57,5 +57,6 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::DryRun(args) => Ok(offline(|| cli::run_dry_run(&args))),
         Command::Test(args) => Ok(offline(|| cli::run_test(&args))),
+        Command::Features(args) => Ok(offline(|| cli::run_features(&args))),
     }
 }
