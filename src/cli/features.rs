@@ -34,6 +34,53 @@ pub enum FeaturesCommand {
     /// Every object that keeps a Feature from turning off, with the gating
     /// policy's message that says why. Exit 0: none; 1: some.
     Uses(UsesArgs),
+    /// Run the lifecycle controller against the cluster of the kubeconfig
+    /// (or the pod's service account): `desired: Disabled` turns a Feature
+    /// `TurningOff`, then `Off` once nothing uses it and the settle time has
+    /// passed; `desired: Enabled` turns it `TurningOn`, then `On`.
+    Controller(ControllerArgs),
+}
+
+/// `nodescope features controller`.
+#[derive(Debug, Args, Clone)]
+pub struct ControllerArgs {
+    /// How long a Feature stays TurningOff at least, so that webhook
+    /// replicas whose watch lags have stopped admitting new uses (`30s`,
+    /// `500ms`, `2m`).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, env = "NODESCOPE_SETTLE")]
+    pub settle: std::time::Duration,
+    /// How often every Feature is re-evaluated.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, env = "NODESCOPE_PERIOD")]
+    pub period: std::time::Duration,
+    /// This replica's name in Events; the pod name in a cluster.
+    #[arg(long, env = "POD_NAME", default_value = "nodescope-features")]
+    pub instance: String,
+    /// `text` or `json` logs.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: super::LogFormat,
+}
+
+/// `30s`, `500ms`, `2m`, `1h` or a number of seconds.
+///
+/// # Errors
+/// Anything else, quoted.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |i| text.split_at(i));
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))?;
+    let millis = match unit {
+        "ms" => Some(value),
+        "" | "s" => value.checked_mul(1000),
+        "m" => value.checked_mul(60_000),
+        "h" => value.checked_mul(3_600_000),
+        _ => None,
+    };
+    millis
+        .map(std::time::Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))
 }
 
 /// `nodescope features uses`.
@@ -166,6 +213,9 @@ fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses>, RunError
 pub fn run_features(args: &FeaturesArgs) -> Result<ExitCode, RunError> {
     match &args.command {
         Some(FeaturesCommand::Uses(uses)) => run_uses(uses),
+        Some(FeaturesCommand::Controller(_)) => Err(RunError::Internal(
+            "the controller runs online, not through the offline runner".into(),
+        )),
         None => run_list(&args.source),
     }
 }
@@ -320,6 +370,23 @@ fn write_out(text: &str) -> Result<(), RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_in_the_units_people_write() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(
+            parse_duration("soon"),
+            Err("\"soon\" is not a duration such as 30s, 500ms or 2m".to_owned())
+        );
+        assert_eq!(
+            parse_duration("3d"),
+            Err("\"3d\" is not a duration such as 30s, 500ms or 2m".to_owned())
+        );
+    }
 
     #[test]
     fn ages_read_as_kubectl_writes_them() {

@@ -41,9 +41,11 @@ pub struct TransitionTask {
     /// The gating policy.
     pub name: String,
     /// How many objects it still finds.
+    #[serde(default)]
     pub count: usize,
     /// The first few of them, for a person: `VerticalPodAutoscaler
     /// monitoring/node-exporter, ... and 12 more`.
+    #[serde(default)]
     pub description: String,
 }
 

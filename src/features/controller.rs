@@ -1,0 +1,398 @@
+//! The feature lifecycle controller: the thin edge around
+//! [`super::lifecycle::next_status`] and [`super::find_uses`]. Each pass
+//! reads the gating policies, the Features and the objects the policies
+//! match (through discovery: no kind is known here) from the apiserver,
+//! decides, and writes each changed status through the status subresource
+//! with the resourceVersion it read (a conflict is left for the next pass,
+//! which re-reads; nothing is overwritten blindly), with an Event saying why.
+
+use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
+use super::uses::{find_uses, transition_tasks, Listed};
+use crate::policy::PolicySet;
+use crate::store::Snapshot;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::{ApiResource, Discovery};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// How long `TurningOff` lasts at least before `Off`.
+    pub settle: Duration,
+    /// How often every Feature is re-evaluated.
+    pub period: Duration,
+    /// Who writes, in Events (`reportingInstance`).
+    pub instance: String,
+}
+
+/// Why a pass failed; the next pass starts over.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    #[error("listing {what}: {source}")]
+    List {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("discovery: {0}")]
+    Discovery(#[source] kube::Error),
+    #[error("the cluster's admission policies: {0}")]
+    Policies(#[from] crate::policy::PolicyLoadError),
+    #[error("{0}")]
+    Uses(#[from] super::uses::UsesError),
+    #[error("encoding {what}: {source}")]
+    Encode {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The Feature API.
+fn feature_resource() -> ApiResource {
+    ApiResource {
+        group: "featureflags.nodescope.dev".to_owned(),
+        version: "v1alpha1".to_owned(),
+        api_version: "featureflags.nodescope.dev/v1alpha1".to_owned(),
+        kind: "Feature".to_owned(),
+        plural: "features".to_owned(),
+    }
+}
+
+/// Runs passes forever: after each, sleeps for the period, or less when a
+/// Feature's settle time ends sooner.
+pub async fn run(client: Client, config: ControllerConfig) {
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "nodescope-features".to_owned(),
+            instance: Some(config.instance.clone()),
+        },
+    );
+    loop {
+        let wait = match pass(&client, &recorder, &config).await {
+            Ok(wait) => wait,
+            Err(error) => {
+                tracing::warn!(%error, "feature pass failed; retrying next period");
+                config.period
+            }
+        };
+        tokio::time::sleep(wait.max(Duration::from_millis(200))).await;
+    }
+}
+
+/// One pass over every Feature with `spec.desired`; how long until the
+/// next one.
+///
+/// # Errors
+/// When the policies, the Features or the matched objects cannot be read.
+pub async fn pass(
+    client: &Client,
+    recorder: &Recorder,
+    config: &ControllerConfig,
+) -> Result<Duration, ControllerError> {
+    let features_api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
+    let features = list(&features_api, "Features").await?;
+    let features: Vec<Value> = features
+        .iter()
+        .map(|f| to_value(f, "a Feature"))
+        .collect::<Result<_, _>>()?;
+    let features: Vec<Value> = features
+        .into_iter()
+        .filter(|f| desired(f).is_some())
+        .map(|mut f| {
+            f["apiVersion"] = json!("featureflags.nodescope.dev/v1alpha1");
+            f["kind"] = json!("Feature");
+            f
+        })
+        .collect();
+    if features.is_empty() {
+        return Ok(config.period);
+    }
+    let policies = cluster_policies(client).await?;
+    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+    for f in &features {
+        for gate in policies.gating_policies(
+            str_at(f, "/metadata/namespace"),
+            str_at(f, "/metadata/name"),
+        ) {
+            wanted.extend(gate.resources);
+        }
+    }
+    let listed = list_matched(client, &wanted).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut state: Vec<Value> = list(&namespaces, "Namespaces")
+        .await?
+        .iter()
+        .map(|n| {
+            to_value(n, "a Namespace").map(|mut v| {
+                v["apiVersion"] = json!("v1");
+                v["kind"] = json!("Namespace");
+                v
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    state.extend(features.iter().cloned());
+    let inputs = Snapshot::build(state);
+    let mut wait = config.period;
+    // Whole seconds, as metav1.Time stores them.
+    let now =
+        Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
+    for feature in &features {
+        let tasks = transition_tasks(&find_uses(&policies, feature, &listed, &inputs)?);
+        let step = next_status(
+            desired(feature),
+            &recorded(feature),
+            &tasks,
+            now,
+            config.settle,
+        );
+        if let Some(after) = step.recheck_after {
+            wait = wait.min(after);
+        }
+        if let Err(error) = write(client, recorder, feature, &step).await {
+            tracing::warn!(
+                feature = %format!("{}/{}", str_at(feature, "/metadata/namespace"), str_at(feature, "/metadata/name")),
+                %error,
+                "status not written; the next pass re-reads the Feature"
+            );
+            wait = wait.min(Duration::from_secs(1));
+        }
+    }
+    Ok(wait)
+}
+
+/// The cluster's ValidatingAdmissionPolicies and bindings, compiled.
+async fn cluster_policies(client: &Client) -> Result<PolicySet, ControllerError> {
+    let vaps: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let mut documents = Vec::new();
+    for vap in list(&vaps, "ValidatingAdmissionPolicies").await? {
+        let mut value = to_value(&vap, "a ValidatingAdmissionPolicy")?;
+        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        value["kind"] = json!("ValidatingAdmissionPolicy");
+        documents.push((
+            format!("policy {}", vap.metadata.name.unwrap_or_default()),
+            value.to_string(),
+        ));
+    }
+    for binding in list(&bindings, "ValidatingAdmissionPolicyBindings").await? {
+        let mut value = to_value(&binding, "a ValidatingAdmissionPolicyBinding")?;
+        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        value["kind"] = json!("ValidatingAdmissionPolicyBinding");
+        documents.push((
+            format!("binding {}", binding.metadata.name.unwrap_or_default()),
+            value.to_string(),
+        ));
+    }
+    Ok(PolicySet::from_documents(documents)?)
+}
+
+/// Every object of the `(group, resource)`s the gating policies match, in
+/// all namespaces, at the version the apiserver recommends.
+async fn list_matched(
+    client: &Client,
+    wanted: &BTreeSet<(String, String)>,
+) -> Result<Vec<Listed>, ControllerError> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut discovery = Discovery::new(client.clone());
+    if !wanted.iter().any(|(g, _)| g == "*") {
+        let groups: Vec<&str> = wanted.iter().map(|(g, _)| g.as_str()).collect();
+        discovery = discovery.filter(&groups);
+    }
+    let discovery = discovery.run().await.map_err(ControllerError::Discovery)?;
+    let mut out: BTreeMap<String, Listed> = BTreeMap::new();
+    for group in discovery.groups() {
+        for (resource, capabilities) in group.recommended_resources() {
+            let matched = wanted.iter().any(|(g, r)| {
+                (g == "*" || *g == resource.group) && (r == "*" || *r == resource.plural)
+            });
+            if !matched || !capabilities.supports_operation(kube::discovery::verbs::LIST) {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let what = format!("{} ({})", resource.plural, resource.api_version);
+            let mut objects = Vec::new();
+            for item in list(&api, &what).await? {
+                let mut value = to_value(&item, &what)?;
+                value["apiVersion"] = json!(resource.api_version);
+                value["kind"] = json!(resource.kind);
+                objects.push(value);
+            }
+            out.insert(
+                what,
+                Listed {
+                    group: resource.group.clone(),
+                    version: resource.version.clone(),
+                    resource: resource.plural.clone(),
+                    namespaced: capabilities.scope == kube::discovery::Scope::Namespaced,
+                    objects,
+                },
+            );
+        }
+    }
+    Ok(out.into_values().collect())
+}
+
+/// Writes `step`'s status (with the resourceVersion read: a conflict fails
+/// instead of overwriting) and its Event.
+async fn write(
+    client: &Client,
+    recorder: &Recorder,
+    feature: &Value,
+    step: &Step,
+) -> Result<(), kube::Error> {
+    let Some(status) = &step.write else {
+        return Ok(());
+    };
+    let namespace = str_at(feature, "/metadata/namespace");
+    let name = str_at(feature, "/metadata/name");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &feature_resource());
+    let patch = status_patch(str_at(feature, "/metadata/resourceVersion"), status);
+    let written = api
+        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await?;
+    tracing::info!(feature = %format!("{namespace}/{name}"), state = ?status.state, tasks = status.transition_tasks.len(), "status written");
+    if let Some((reason, note)) = &step.event {
+        let reference = written.object_ref(&feature_resource());
+        let event = Event {
+            type_: EventType::Normal,
+            reason: (*reason).to_owned(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "Transition".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            tracing::warn!(%error, "event not recorded");
+        }
+    }
+    Ok(())
+}
+
+/// The merge patch of the status subresource: the controller's fields,
+/// guarded by `resourceVersion`.
+#[must_use]
+pub fn status_patch(resource_version: &str, status: &FeatureStatus) -> Value {
+    json!({
+        "metadata": {"resourceVersion": resource_version},
+        "status": {
+            "state": status.state.map(State::as_str),
+            "lastTransitionTime": status.last_transition_time.map(|t| t.to_string()),
+            "transitionTasks": status.transition_tasks,
+        }
+    })
+}
+
+/// `spec.desired`, when it is one of the CRD's values.
+#[must_use]
+pub fn desired(feature: &Value) -> Option<Desired> {
+    match str_at(feature, "/spec/desired") {
+        "Enabled" => Some(Desired::Enabled),
+        "Disabled" => Some(Desired::Disabled),
+        _ => None,
+    }
+}
+
+/// The status the Feature records; unreadable fields count as absent.
+#[must_use]
+pub fn recorded(feature: &Value) -> FeatureStatus {
+    let state = match str_at(feature, "/status/state") {
+        "On" => Some(State::On),
+        "Off" => Some(State::Off),
+        "TurningOn" => Some(State::TurningOn),
+        "TurningOff" => Some(State::TurningOff),
+        _ => None,
+    };
+    FeatureStatus {
+        state,
+        last_transition_time: str_at(feature, "/status/lastTransitionTime").parse().ok(),
+        transition_tasks: feature
+            .pointer("/status/transitionTasks")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+async fn list<K>(api: &Api<K>, what: &str) -> Result<Vec<K>, ControllerError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|source| ControllerError::List {
+            what: what.to_owned(),
+            source,
+        })
+}
+
+fn to_value(object: &impl serde::Serialize, what: &str) -> Result<Value, ControllerError> {
+    serde_json::to_value(object).map_err(|source| ControllerError::Encode {
+        what: what.to_owned(),
+        source,
+    })
+}
+
+fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::TransitionTask;
+
+    #[test]
+    fn the_status_patch_carries_the_resource_version_it_read() {
+        let status = FeatureStatus {
+            state: Some(State::TurningOff),
+            last_transition_time: "2026-11-25T13:00:00Z".parse().ok(),
+            transition_tasks: vec![TransitionTask {
+                name: "p".to_owned(),
+                count: 1,
+                description: "VerticalPodAutoscaler a/b".to_owned(),
+            }],
+        };
+        assert_eq!(
+            status_patch("42", &status),
+            json!({"metadata": {"resourceVersion": "42"},
+                   "status": {"state": "TurningOff", "lastTransitionTime": "2026-11-25T13:00:00Z",
+                              "transitionTasks": [{"name": "p", "count": 1, "description": "VerticalPodAutoscaler a/b"}]}})
+        );
+    }
+
+    #[test]
+    fn a_recorded_status_reads_back_what_the_patch_wrote_and_ignores_the_unknown() {
+        let feature = json!({"spec": {"desired": "Disabled"},
+            "status": {"state": "TurningOff", "lastTransitionTime": "2026-11-25T13:00:00Z",
+                       "transitionTasks": [{"name": "p", "description": "d"}]}});
+        assert_eq!(desired(&feature), Some(Desired::Disabled));
+        assert_eq!(
+            recorded(&feature),
+            FeatureStatus {
+                state: Some(State::TurningOff),
+                last_transition_time: "2026-11-25T13:00:00Z".parse().ok(),
+                transition_tasks: vec![TransitionTask {
+                    name: "p".to_owned(),
+                    count: 0,
+                    description: "d".to_owned()
+                }],
+            }
+        );
+        let odd = json!({"spec": {"desired": "Maybe"}, "status": {"state": "Sideways", "lastTransitionTime": "soon"}});
+        assert_eq!(desired(&odd), None);
+        assert_eq!(recorded(&odd), FeatureStatus::default());
+    }
+}
