@@ -72,9 +72,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         settle: controller.settle,
                         period: controller.period,
                         instance: controller.instance.clone(),
+                        lease: nodescope::features::controller::LeaseConfig {
+                            namespace: controller.lease_namespace.clone(),
+                            name: controller.lease_name.clone(),
+                            duration: controller.lease_duration,
+                        },
                     };
                     tokio::select! {
-                        () = nodescope::features::controller::run(client, config) => {}
+                        result = nodescope::features::controller::run(client, config) => {
+                            result.context("features controller")?;
+                        }
                         _ = tokio::signal::ctrl_c() => {}
                     }
                     anyhow::Ok(())

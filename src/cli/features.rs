@@ -55,6 +55,16 @@ pub struct ControllerArgs {
     /// This replica's name in Events; the pod name in a cluster.
     #[arg(long, env = "POD_NAME", default_value = "nodescope-features")]
     pub instance: String,
+    /// The namespace of the Lease the replicas elect their leader on.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    pub lease_namespace: String,
+    /// The Lease's name.
+    #[arg(long, default_value = "nodescope-features")]
+    pub lease_name: String,
+    /// How long a dead leader's Lease lasts: the longest hand-over (at
+    /// least 2s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: std::time::Duration,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,

@@ -30,8 +30,20 @@ pub struct ControllerConfig {
     pub settle: Duration,
     /// How often every Feature is re-evaluated.
     pub period: Duration,
-    /// Who writes, in Events (`reportingInstance`).
+    /// Who writes, in Events (`reportingInstance`), and who holds the Lease.
     pub instance: String,
+    /// The Lease only whose holder writes.
+    pub lease: LeaseConfig,
+}
+
+/// Where the replicas elect their leader.
+#[derive(Debug, Clone)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    /// How long a leader that stopped renewing keeps the Lease: the longest
+    /// hand-over after a leader dies. At least 2 s.
+    pub duration: Duration,
 }
 
 /// Why a pass failed; the next pass starts over.
@@ -49,6 +61,14 @@ pub enum ControllerError {
     Policies(#[from] crate::policy::PolicyLoadError),
     #[error("{0}")]
     Uses(#[from] super::uses::UsesError),
+    #[error("the Lease {lease}: {source}")]
+    Lease {
+        lease: String,
+        #[source]
+        source: kube_lease_manager::LeaseManagerError,
+    },
+    #[error("the Lease duration must be at least 2s, not {0:?}")]
+    LeaseDuration(Duration),
     #[error("encoding {what}: {source}")]
     Encode {
         what: String,
@@ -68,9 +88,35 @@ fn feature_resource() -> ApiResource {
     }
 }
 
-/// Runs passes forever: after each, sleeps for the period, or less when a
-/// Feature's settle time ends sooner.
-pub async fn run(client: Client, config: ControllerConfig) {
+/// Runs passes forever while this replica holds the Lease: after each,
+/// sleeps for the period, or less when a Feature's settle time ends sooner.
+/// A replica that does not hold the Lease only waits for it, so with two
+/// replicas only the leader writes, and when it dies the other takes over
+/// once the Lease expires (its duration).
+///
+/// # Errors
+/// When the Lease cannot be created or read at start.
+pub async fn run(client: Client, config: ControllerConfig) -> Result<(), ControllerError> {
+    let lease_name = format!("{}/{}", config.lease.namespace, config.lease.name);
+    let duration = config.lease.duration.as_secs();
+    if duration < 2 {
+        return Err(ControllerError::LeaseDuration(config.lease.duration));
+    }
+    // kube-lease-manager panics unless grace < duration; a third of it
+    // leaves the holder two renewals before expiry.
+    let grace = (duration / 3).max(1);
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease.name)
+        .with_namespace(&config.lease.namespace)
+        .with_identity(&config.instance)
+        .with_duration(duration)
+        .with_grace(grace)
+        .build()
+        .await
+        .map_err(|source| ControllerError::Lease {
+            lease: lease_name.clone(),
+            source,
+        })?;
+    let (mut leading, _lease_task) = manager.watch().await;
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -79,14 +125,29 @@ pub async fn run(client: Client, config: ControllerConfig) {
         },
     );
     loop {
-        let wait = match pass(&client, &recorder, &config).await {
+        if !*leading.borrow_and_update() {
+            tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
+            if leading.changed().await.is_err() {
+                return Ok(());
+            }
+            continue;
+        }
+        tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
+        let wait = match pass(&client, &recorder, &config, &|| *leading.borrow()).await {
             Ok(wait) => wait,
             Err(error) => {
                 tracing::warn!(%error, "feature pass failed; retrying next period");
                 config.period
             }
         };
-        tokio::time::sleep(wait.max(Duration::from_millis(200))).await;
+        tokio::select! {
+            () = tokio::time::sleep(wait.max(Duration::from_millis(200))) => {}
+            changed = leading.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+        }
     }
 }
 
@@ -99,6 +160,7 @@ pub async fn pass(
     client: &Client,
     recorder: &Recorder,
     config: &ControllerConfig,
+    leading: &dyn Fn() -> bool,
 ) -> Result<Duration, ControllerError> {
     let features_api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
     let features = list(&features_api, "Features").await?;
@@ -159,7 +221,11 @@ pub async fn pass(
         if let Some(after) = step.recheck_after {
             wait = wait.min(after);
         }
-        if let Err(error) = write(client, recorder, feature, &step).await {
+        if step.write.is_some() && !leading() {
+            // Lost the Lease during the pass: the new leader decides.
+            return Ok(config.period);
+        }
+        if let Err(error) = write(client, recorder, feature, &step, &config.instance).await {
             tracing::warn!(
                 feature = %format!("{}/{}", str_at(feature, "/metadata/namespace"), str_at(feature, "/metadata/name")),
                 %error,
@@ -252,6 +318,7 @@ async fn write(
     recorder: &Recorder,
     feature: &Value,
     step: &Step,
+    instance: &str,
 ) -> Result<(), kube::Error> {
     let Some(status) = &step.write else {
         return Ok(());
@@ -262,7 +329,15 @@ async fn write(
         Api::namespaced_with(client.clone(), namespace, &feature_resource());
     let patch = status_patch(str_at(feature, "/metadata/resourceVersion"), status);
     let written = api
-        .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .patch_status(
+            name,
+            // The replica is the field manager: managedFields say who wrote.
+            &PatchParams {
+                field_manager: Some(format!("nodescope-features/{instance}")),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&patch),
+        )
         .await?;
     tracing::info!(feature = %format!("{namespace}/{name}"), state = ?status.state, tasks = status.transition_tasks.len(), "status written");
     if let Some((reason, note)) = &step.event {
