@@ -8,6 +8,7 @@ use super::dry_run::kinds::Kinds;
 use super::dry_run::review::group_version;
 use super::dry_run::sources::{self, Inputs};
 use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
@@ -112,7 +113,8 @@ pub struct UsesArgs {
 #[derive(Debug, Args, Clone)]
 pub struct Source {
     /// The cluster's objects, as manifests (a file, a directory or `-`).
-    /// Repeatable.
+    /// Repeatable. Without -f and --params, the cluster of the kubeconfig
+    /// is read instead.
     #[arg(short = 'f', long = "filename")]
     pub files: Vec<PathBuf>,
     /// Features (and the Namespaces and ConfigMaps the policies read).
@@ -142,10 +144,7 @@ struct Loaded {
 
 fn load(source: &Source) -> Result<Loaded, RunError> {
     if source.files.is_empty() && source.params.is_empty() {
-        return Err(InputError::Usage(
-            "give the cluster's objects with -f and the Features with --params (reading a live cluster is not implemented yet)".into(),
-        )
-        .into());
+        return load_cluster(source);
     }
     let name = source
         .policies
@@ -208,6 +207,43 @@ fn load(source: &Source) -> Result<Loaded, RunError> {
         features,
         listed: listed.into_values().collect(),
         inputs: Snapshot::build(state),
+    })
+}
+
+/// The cluster of the kubeconfig (or the pod's service account): its
+/// Features, gating policies (or `--policies`), the objects they match and
+/// its Namespaces, read as the controller reads them.
+fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| -> RunError {
+        InputError::Usage(format!(
+            "{what}: {e} (or give the objects offline with -f and --params)"
+        ))
+        .into()
+    };
+    let override_policies = match &source.policies {
+        Some(path) => Some(load_policies(Some(path), &format!("--policies {}", path.display()))?.0),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Internal(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| failed("no cluster to read", &e))?;
+        let features = read_features(&client)
+            .await
+            .map_err(|e| failed("reading the cluster", &e))?;
+        let view = read_view(&client, features)
+            .await
+            .map_err(|e| failed("reading the cluster", &e))?;
+        Ok(Loaded {
+            policies: override_policies.unwrap_or(view.policies),
+            features: view.features,
+            listed: view.listed,
+            inputs: view.inputs,
+        })
     })
 }
 

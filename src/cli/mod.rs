@@ -45,8 +45,9 @@ pub enum Command {
     /// internal error.
     Test(TestArgs),
     /// KEP-3920 Features: list them (namespace, name, desired, state, uses
-    /// left, age of the last transition), or `uses NAME` for every object
-    /// that keeps one from turning off. Offline, from manifests.
+    /// left, age of the last transition), `uses NAME` for every object that
+    /// keeps one from turning off (from the cluster, or offline from
+    /// manifests), or run the lifecycle `controller`.
     Features(Box<features::FeaturesArgs>),
 }
 

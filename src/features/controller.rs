@@ -6,21 +6,14 @@
 //! with the resourceVersion it read (a conflict is left for the next pass,
 //! which re-reads; nothing is overwritten blindly), with an Event saying why.
 
+use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
 use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
-use super::uses::{find_uses, transition_tasks, Listed};
-use crate::policy::PolicySet;
-use crate::store::Snapshot;
-use k8s_openapi::api::admissionregistration::v1::{
-    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
-};
-use k8s_openapi::api::core::v1::Namespace;
+use super::uses::{find_uses, transition_tasks};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
-use kube::discovery::{ApiResource, Discovery};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How the controller runs.
@@ -46,48 +39,6 @@ pub struct LeaseConfig {
     pub duration: Duration,
 }
 
-/// Why a pass failed; the next pass starts over.
-#[derive(Debug, thiserror::Error)]
-pub enum ControllerError {
-    #[error("listing {what}: {source}")]
-    List {
-        what: String,
-        #[source]
-        source: kube::Error,
-    },
-    #[error("discovery: {0}")]
-    Discovery(#[source] kube::Error),
-    #[error("the cluster's admission policies: {0}")]
-    Policies(#[from] crate::policy::PolicyLoadError),
-    #[error("{0}")]
-    Uses(#[from] super::uses::UsesError),
-    #[error("the Lease {lease}: {source}")]
-    Lease {
-        lease: String,
-        #[source]
-        source: kube_lease_manager::LeaseManagerError,
-    },
-    #[error("the Lease duration must be at least 2s, not {0:?}")]
-    LeaseDuration(Duration),
-    #[error("encoding {what}: {source}")]
-    Encode {
-        what: String,
-        #[source]
-        source: serde_json::Error,
-    },
-}
-
-/// The Feature API.
-fn feature_resource() -> ApiResource {
-    ApiResource {
-        group: "featureflags.nodescope.dev".to_owned(),
-        version: "v1alpha1".to_owned(),
-        api_version: "featureflags.nodescope.dev/v1alpha1".to_owned(),
-        kind: "Feature".to_owned(),
-        plural: "features".to_owned(),
-    }
-}
-
 /// Runs passes forever while this replica holds the Lease: after each,
 /// sleeps for the period, or less when a Feature's settle time ends sooner.
 /// A replica that does not hold the Lease only waits for it, so with two
@@ -96,11 +47,11 @@ fn feature_resource() -> ApiResource {
 ///
 /// # Errors
 /// When the Lease cannot be created or read at start.
-pub async fn run(client: Client, config: ControllerConfig) -> Result<(), ControllerError> {
+pub async fn run(client: Client, config: ControllerConfig) -> Result<(), ClusterError> {
     let lease_name = format!("{}/{}", config.lease.namespace, config.lease.name);
     let duration = config.lease.duration.as_secs();
     if duration < 2 {
-        return Err(ControllerError::LeaseDuration(config.lease.duration));
+        return Err(ClusterError::LeaseDuration(config.lease.duration));
     }
     // kube-lease-manager panics unless grace < duration; a third of it
     // leaves the holder two renewals before expiry.
@@ -112,7 +63,7 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Control
         .with_grace(grace)
         .build()
         .await
-        .map_err(|source| ControllerError::Lease {
+        .map_err(|source| ClusterError::Lease {
             lease: lease_name.clone(),
             source,
         })?;
@@ -161,50 +112,21 @@ pub async fn pass(
     recorder: &Recorder,
     config: &ControllerConfig,
     leading: &dyn Fn() -> bool,
-) -> Result<Duration, ControllerError> {
-    let features_api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
-    let features = list(&features_api, "Features").await?;
-    let features: Vec<Value> = features
-        .iter()
-        .map(|f| to_value(f, "a Feature"))
-        .collect::<Result<_, _>>()?;
-    let features: Vec<Value> = features
+) -> Result<Duration, ClusterError> {
+    let features: Vec<Value> = read_features(client)
+        .await?
         .into_iter()
         .filter(|f| desired(f).is_some())
-        .map(|mut f| {
-            f["apiVersion"] = json!("featureflags.nodescope.dev/v1alpha1");
-            f["kind"] = json!("Feature");
-            f
-        })
         .collect();
     if features.is_empty() {
         return Ok(config.period);
     }
-    let policies = cluster_policies(client).await?;
-    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
-    for f in &features {
-        for gate in policies.gating_policies(
-            str_at(f, "/metadata/namespace"),
-            str_at(f, "/metadata/name"),
-        ) {
-            wanted.extend(gate.resources);
-        }
-    }
-    let listed = list_matched(client, &wanted).await?;
-    let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut state: Vec<Value> = list(&namespaces, "Namespaces")
-        .await?
-        .iter()
-        .map(|n| {
-            to_value(n, "a Namespace").map(|mut v| {
-                v["apiVersion"] = json!("v1");
-                v["kind"] = json!("Namespace");
-                v
-            })
-        })
-        .collect::<Result<_, _>>()?;
-    state.extend(features.iter().cloned());
-    let inputs = Snapshot::build(state);
+    let View {
+        policies,
+        listed,
+        inputs,
+        ..
+    } = read_view(client, features.clone()).await?;
     let mut wait = config.period;
     // Whole seconds, as metav1.Time stores them.
     let now =
@@ -235,80 +157,6 @@ pub async fn pass(
         }
     }
     Ok(wait)
-}
-
-/// The cluster's ValidatingAdmissionPolicies and bindings, compiled.
-async fn cluster_policies(client: &Client) -> Result<PolicySet, ControllerError> {
-    let vaps: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
-    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
-    let mut documents = Vec::new();
-    for vap in list(&vaps, "ValidatingAdmissionPolicies").await? {
-        let mut value = to_value(&vap, "a ValidatingAdmissionPolicy")?;
-        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
-        value["kind"] = json!("ValidatingAdmissionPolicy");
-        documents.push((
-            format!("policy {}", vap.metadata.name.unwrap_or_default()),
-            value.to_string(),
-        ));
-    }
-    for binding in list(&bindings, "ValidatingAdmissionPolicyBindings").await? {
-        let mut value = to_value(&binding, "a ValidatingAdmissionPolicyBinding")?;
-        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
-        value["kind"] = json!("ValidatingAdmissionPolicyBinding");
-        documents.push((
-            format!("binding {}", binding.metadata.name.unwrap_or_default()),
-            value.to_string(),
-        ));
-    }
-    Ok(PolicySet::from_documents(documents)?)
-}
-
-/// Every object of the `(group, resource)`s the gating policies match, in
-/// all namespaces, at the version the apiserver recommends.
-async fn list_matched(
-    client: &Client,
-    wanted: &BTreeSet<(String, String)>,
-) -> Result<Vec<Listed>, ControllerError> {
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut discovery = Discovery::new(client.clone());
-    if !wanted.iter().any(|(g, _)| g == "*") {
-        let groups: Vec<&str> = wanted.iter().map(|(g, _)| g.as_str()).collect();
-        discovery = discovery.filter(&groups);
-    }
-    let discovery = discovery.run().await.map_err(ControllerError::Discovery)?;
-    let mut out: BTreeMap<String, Listed> = BTreeMap::new();
-    for group in discovery.groups() {
-        for (resource, capabilities) in group.recommended_resources() {
-            let matched = wanted.iter().any(|(g, r)| {
-                (g == "*" || *g == resource.group) && (r == "*" || *r == resource.plural)
-            });
-            if !matched || !capabilities.supports_operation(kube::discovery::verbs::LIST) {
-                continue;
-            }
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-            let what = format!("{} ({})", resource.plural, resource.api_version);
-            let mut objects = Vec::new();
-            for item in list(&api, &what).await? {
-                let mut value = to_value(&item, &what)?;
-                value["apiVersion"] = json!(resource.api_version);
-                value["kind"] = json!(resource.kind);
-                objects.push(value);
-            }
-            out.insert(
-                what,
-                Listed {
-                    group: resource.group.clone(),
-                    version: resource.version.clone(),
-                    resource: resource.plural.clone(),
-                    namespaced: capabilities.scope == kube::discovery::Scope::Namespaced,
-                    objects,
-                },
-            );
-        }
-    }
-    Ok(out.into_values().collect())
 }
 
 /// Writes `step`'s status (with the resourceVersion read: a conflict fails
@@ -398,26 +246,6 @@ pub fn recorded(feature: &Value) -> FeatureStatus {
             .and_then(|t| serde_json::from_value(t.clone()).ok())
             .unwrap_or_default(),
     }
-}
-
-async fn list<K>(api: &Api<K>, what: &str) -> Result<Vec<K>, ControllerError>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    api.list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(|source| ControllerError::List {
-            what: what.to_owned(),
-            source,
-        })
-}
-
-fn to_value(object: &impl serde::Serialize, what: &str) -> Result<Value, ControllerError> {
-    serde_json::to_value(object).map_err(|source| ControllerError::Encode {
-        what: what.to_owned(),
-        source,
-    })
 }
 
 fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {

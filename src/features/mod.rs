@@ -6,6 +6,7 @@
 //! without a cluster. Must not: know any kind by name. What uses a feature
 //! is whatever its gating policies would deny on CREATE were it `Off`.
 
+pub mod cluster;
 pub mod controller;
 pub mod lifecycle;
 pub mod uses;

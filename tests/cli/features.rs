@@ -1,7 +1,7 @@
 //! `nodescope features` and `features uses`, offline: exact outputs and exit
 //! codes on the fixtures of tests/fixtures/features.
 
-use super::{assert_exit, fails_with, nodescope, stdout};
+use super::{assert_exit, nodescope, stdout};
 
 const FEATURES: &str = "tests/fixtures/features/features.yaml";
 const VPAS: &str = "tests/fixtures/features/vpas.yaml";
@@ -110,9 +110,19 @@ fn a_third_party_feature_is_found_through_its_own_policy_and_crd() {
 }
 
 #[test]
-fn features_without_any_input_says_what_to_give() {
-    fails_with(
-        &nodescope(&["features"]),
-        "give the cluster's objects with -f and the Features with --params (reading a live cluster is not implemented yet)",
+fn features_without_manifests_reads_the_cluster_and_says_when_there_is_none() {
+    let output = super::command(&["features"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .expect("the binary runs");
+    assert_exit(&output, 2);
+    let err = super::stderr(&output);
+    assert!(err.starts_with("nodescope: no cluster to read: "), "{err}");
+    assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+    assert!(
+        err.ends_with(" (or give the objects offline with -f and --params)\n"),
+        "{err}"
     );
+    assert_eq!(stdout(&output), "");
 }

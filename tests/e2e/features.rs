@@ -133,6 +133,49 @@ pub async fn run(plane: &ControlPlane) {
         status["transitionTasks"][0]
     );
 
+    // The same, for people, from the live cluster.
+    let uses = cli(
+        &["features", "uses", "vpa-node-scope", "-n", "kube-system"],
+        1,
+    );
+    assert_eq!(
+        uses,
+        "POLICY                             OBJECT                                    MESSAGE\n\
+         nodescope-feature-vpa-node-scope   VerticalPodAutoscaler e2e-features/kept   feature \"vpa-node-scope\" is Off: no new uses allowed (a VerticalPodAutoscaler with spec.scope \"node\")\n\
+         1 object(s) keep Feature kube-system/vpa-node-scope from turning off\n"
+    );
+    println!(
+        "  $ nodescope features uses vpa-node-scope -n kube-system\n{}",
+        indent(&uses)
+    );
+    let list = cli(&["features"], 0);
+    let rows: Vec<Vec<&str>> = list
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "NAMESPACE",
+            "NAME",
+            "DESIRED",
+            "STATE",
+            "USES",
+            "LAST-TRANSITION"
+        ]
+    );
+    assert_eq!(
+        rows[1][..5],
+        [
+            "kube-system",
+            "vpa-node-scope",
+            "Disabled",
+            "TurningOff",
+            "1"
+        ]
+    );
+    println!("  $ nodescope features\n{}", indent(&list));
+
     let native = eventually("a new scoped VPA refused natively", LIMIT, || {
         let client = client.clone();
         async move { dry_run_create(&client, &vpa("new")).await.err() }
@@ -384,4 +427,25 @@ async fn leader_election(client: &kube::Client) {
         replica.stop(Duration::from_secs(5));
     }
     cluster::delete(client, &ungated).await;
+}
+
+/// Runs `nodescope ARGS` against the control plane (KUBECONFIG is set for
+/// the whole suite) and returns its stdout, asserting the exit code.
+fn cli(args: &[&str], code: i32) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("nodescope {args:?}: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "nodescope {args:?}:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
 }
