@@ -71,6 +71,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let config = nodescope::features::controller::ControllerConfig {
                         settle: controller.settle,
                         period: controller.period,
+                        min_interval: controller.min_interval,
                         instance: controller.instance.clone(),
                         lease: nodescope::features::controller::LeaseConfig {
                             namespace: controller.lease_namespace.clone(),

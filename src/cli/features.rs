@@ -53,6 +53,10 @@ pub struct ControllerArgs {
     /// How often every Feature is re-evaluated.
     #[arg(long, default_value = "10s", value_parser = parse_duration, env = "NODESCOPE_PERIOD")]
     pub period: std::time::Duration,
+    /// The least time between two passes started by watch events (each
+    /// pass lists every object the gating policies match).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub min_interval: std::time::Duration,
     /// This replica's name in Events; the pod name in a cluster.
     #[arg(long, env = "POD_NAME", default_value = "nodescope-features")]
     pub instance: String,

@@ -65,6 +65,8 @@ pub struct View {
     /// The Features asked about.
     pub features: Vec<Value>,
     pub listed: Vec<Listed>,
+    /// The kinds of `listed`, to watch.
+    pub resources: Vec<ApiResource>,
     /// Namespaces and the Features, for the policies' lookups.
     pub inputs: Snapshot,
 }
@@ -104,7 +106,7 @@ pub async fn read_view(client: &Client, features: Vec<Value>) -> Result<View, Cl
             wanted.extend(gate.resources);
         }
     }
-    let listed = list_matched(client, &wanted).await?;
+    let (listed, resources) = list_matched(client, &wanted).await?;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let mut state: Vec<Value> = list(&namespaces, "Namespaces")
         .await?
@@ -122,6 +124,7 @@ pub async fn read_view(client: &Client, features: Vec<Value>) -> Result<View, Cl
         policies,
         features,
         listed,
+        resources,
         inputs: Snapshot::build(state),
     })
 }
@@ -157,9 +160,9 @@ async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
 async fn list_matched(
     client: &Client,
     wanted: &BTreeSet<(String, String)>,
-) -> Result<Vec<Listed>, ClusterError> {
+) -> Result<(Vec<Listed>, Vec<ApiResource>), ClusterError> {
     if wanted.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let mut discovery = Discovery::new(client.clone());
     if !wanted.iter().any(|(g, _)| g == "*") {
@@ -168,6 +171,7 @@ async fn list_matched(
     }
     let discovery = discovery.run().await.map_err(ClusterError::Discovery)?;
     let mut out: BTreeMap<String, Listed> = BTreeMap::new();
+    let mut resources = Vec::new();
     for group in discovery.groups() {
         for (resource, capabilities) in group.recommended_resources() {
             let matched = wanted.iter().any(|(g, r)| {
@@ -185,6 +189,7 @@ async fn list_matched(
                 value["kind"] = json!(resource.kind);
                 objects.push(value);
             }
+            resources.push(resource.clone());
             out.insert(
                 what,
                 Listed {
@@ -197,7 +202,7 @@ async fn list_matched(
             );
         }
     }
-    Ok(out.into_values().collect())
+    Ok((out.into_values().collect(), resources))
 }
 
 async fn list<K>(api: &Api<K>, what: &str) -> Result<Vec<K>, ClusterError>

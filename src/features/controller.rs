@@ -9,6 +9,7 @@
 use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
 use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
 use super::uses::{find_uses, transition_tasks};
+use super::wake::Wakers;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -23,6 +24,10 @@ pub struct ControllerConfig {
     pub settle: Duration,
     /// How often every Feature is re-evaluated.
     pub period: Duration,
+    /// The least time between two passes that a watch event starts: each
+    /// pass lists every matched object again, so on a busy cluster (pods
+    /// come and go all the time) events must not turn into a list storm.
+    pub min_interval: Duration,
     /// Who writes, in Events (`reportingInstance`), and who holds the Lease.
     pub instance: String,
     /// The Lease only whose holder writes.
@@ -40,7 +45,8 @@ pub struct LeaseConfig {
 }
 
 /// Runs passes forever while this replica holds the Lease: after each,
-/// sleeps for the period, or less when a Feature's settle time ends sooner.
+/// sleeps for the period, or less when a Feature's settle time ends sooner
+/// or a watched object changes ([`Wakers`]).
 /// A replica that does not hold the Lease only waits for it, so with two
 /// replicas only the leader writes, and when it dies the other takes over
 /// once the Lease expires (its duration).
@@ -75,17 +81,30 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
             instance: Some(config.instance.clone()),
         },
     );
+    let mut wakers = Wakers::new(&client);
+    let mut was_leading = false;
     loop {
         if !*leading.borrow_and_update() {
+            if was_leading {
+                tracing::info!(lease = %lease_name, instance = %config.instance, "lost the Lease");
+            }
+            was_leading = false;
             tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
             if leading.changed().await.is_err() {
                 return Ok(());
             }
             continue;
         }
-        tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
+        if !was_leading {
+            tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
+            was_leading = true;
+        }
+        let started = tokio::time::Instant::now();
         let wait = match pass(&client, &recorder, &config, &|| *leading.borrow()).await {
-            Ok(wait) => wait,
+            Ok((wait, resources)) => {
+                wakers.watch(&resources);
+                wait
+            }
             Err(error) => {
                 tracing::warn!(%error, "feature pass failed; retrying next period");
                 config.period
@@ -93,6 +112,13 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
         };
         tokio::select! {
             () = tokio::time::sleep(wait.max(Duration::from_millis(200))) => {}
+            () = wakers.changed() => {
+                // Let a burst of changes (a rollout, our own status write)
+                // land before the pass that reads them, and keep passes
+                // min_interval apart.
+                let next = started + config.min_interval;
+                tokio::time::sleep_until(next.max(tokio::time::Instant::now() + Duration::from_millis(200))).await;
+            }
             changed = leading.changed() => {
                 if changed.is_err() {
                     return Ok(());
@@ -112,19 +138,20 @@ pub async fn pass(
     recorder: &Recorder,
     config: &ControllerConfig,
     leading: &dyn Fn() -> bool,
-) -> Result<Duration, ClusterError> {
+) -> Result<(Duration, Vec<kube::discovery::ApiResource>), ClusterError> {
     let features: Vec<Value> = read_features(client)
         .await?
         .into_iter()
         .filter(|f| desired(f).is_some())
         .collect();
     if features.is_empty() {
-        return Ok(config.period);
+        return Ok((config.period, Vec::new()));
     }
     let View {
         policies,
         listed,
         inputs,
+        resources,
         ..
     } = read_view(client, features.clone()).await?;
     let mut wait = config.period;
@@ -145,7 +172,7 @@ pub async fn pass(
         }
         if step.write.is_some() && !leading() {
             // Lost the Lease during the pass: the new leader decides.
-            return Ok(config.period);
+            return Ok((config.period, resources));
         }
         if let Err(error) = write(client, recorder, feature, &step, &config.instance).await {
             tracing::warn!(
@@ -156,7 +183,7 @@ pub async fn pass(
             wait = wait.min(Duration::from_secs(1));
         }
     }
-    Ok(wait)
+    Ok((wait, resources))
 }
 
 /// Writes `step`'s status (with the resourceVersion read: a conflict fails

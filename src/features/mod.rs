@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod controller;
 pub mod lifecycle;
 pub mod uses;
+pub mod wake;
 
 pub use lifecycle::{next_status, Desired, FeatureStatus, State, Step, TransitionTask};
 pub use uses::{find_uses, transition_tasks, Listed, PolicyUses, Use, UsesError};

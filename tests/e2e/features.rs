@@ -13,13 +13,15 @@ use serde_json::{json, Value};
 use std::process::Command;
 use std::time::Duration;
 
-/// Settle time and period of the controller under test: short, so that
-/// the bounds below are settle + period + the watches' delivery.
+/// Settle time of the controller under test: short, so that the bounds
+/// below are the settle time plus the watches' delivery.
 const SETTLE: &str = "3s";
-const PERIOD: &str = "1s";
+/// Longer than the whole step: every transition must come from a watch
+/// event (a Feature, a policy, a listed object) or the settle time.
+const PERIOD: &str = "1h";
 /// The Lease of the leader-election part: a dead leader's lasts this long.
 const LEASE_DURATION: &str = "3s";
-/// Only bounds a hang: settle (3 s) + period (1 s) + slack for a busy machine.
+/// Only bounds a hang: settle (3 s) + min interval (1 s) + slack for a busy machine.
 const LIMIT: Duration = Duration::from_secs(45);
 
 fn vpa(name: &str) -> Value {
@@ -69,6 +71,8 @@ fn controller(instance: &str, lease: &str) -> Process {
         SETTLE,
         "--period",
         PERIOD,
+        "--min-interval",
+        "1s",
     ]);
     command.args([
         "--instance",
