@@ -6,6 +6,7 @@
 
 pub mod admission;
 pub mod cli;
+pub mod features;
 pub mod json_object;
 pub mod manifest;
 pub mod messages;

@@ -57,5 +57,39 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::DryRun(args) => Ok(offline(|| cli::run_dry_run(&args))),
         Command::Test(args) => Ok(offline(|| cli::run_test(&args))),
+        Command::Features(args) => {
+            if let Some(cli::features::FeaturesCommand::Controller(controller)) = &args.command {
+                cli::init_logging(controller.log_format, "info");
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .enable_all()
+                    .build()
+                    .context("starting the async runtime")?;
+                runtime.block_on(async {
+                    let client = kube::Client::try_default()
+                        .await
+                        .context("connecting to the cluster (kubeconfig or service account)")?;
+                    let config = nodescope::features::controller::ControllerConfig {
+                        settle: controller.settle,
+                        period: controller.period,
+                        min_interval: controller.min_interval,
+                        instance: controller.instance.clone(),
+                        lease: nodescope::features::controller::LeaseConfig {
+                            namespace: controller.lease_namespace.clone(),
+                            name: controller.lease_name.clone(),
+                            duration: controller.lease_duration,
+                        },
+                    };
+                    tokio::select! {
+                        result = nodescope::features::controller::run(client, config) => {
+                            result.context("features controller")?;
+                        }
+                        _ = tokio::signal::ctrl_c() => {}
+                    }
+                    anyhow::Ok(())
+                })?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            Ok(offline(|| cli::run_features(&args)))
+        }
     }
 }

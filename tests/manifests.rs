@@ -221,6 +221,12 @@ fn the_root_kustomization_resolves_to_the_whole_base_and_nothing_twice() {
         ("PriorityClass", "node-balloon"),
         ("ConfigMap", "nodescope-balloon-resizers"),
         ("ConfigMap", "nodescope-policies"),
+        ("ServiceAccount", "nodescope-features"),
+        ("ClusterRole", "nodescope-features"),
+        ("ClusterRoleBinding", "nodescope-features"),
+        ("Role", "nodescope-features"),
+        ("RoleBinding", "nodescope-features"),
+        ("Deployment", "nodescope-features"),
     ] {
         find(&objects, kind, name);
     }
@@ -420,11 +426,13 @@ fn the_vpa_webhooks_match_any_non_empty_scope_split_by_whether_it_is_new() {
 }
 
 #[test]
-fn rbac_grants_only_get_list_and_watch_without_wildcards() {
+fn the_webhook_servers_rbac_grants_only_get_list_and_watch_without_wildcards() {
     let mut roles = Vec::new();
     for file in yaml_files(&manifests()) {
         for doc in load(&file) {
-            if ["Role", "ClusterRole"].contains(&str_at(&doc, "/kind")) {
+            if ["Role", "ClusterRole"].contains(&str_at(&doc, "/kind"))
+                && str_at(&doc, "/metadata/name") == "nodescope"
+            {
                 roles.push(doc);
             }
         }
@@ -1083,4 +1091,139 @@ fn the_base_names_the_server_image_once_so_an_overlay_can_replace_it() {
     // kustomize's images transformer matches on the name alone.
     assert_eq!(str_at(&images[0], "/name"), name);
     assert_eq!(str_at(&images[0], "/newTag"), tag);
+}
+
+/// `(apiGroups, resources, verbs)` of each rule of a role, in order.
+fn rules(role: &Value) -> Vec<(Vec<String>, Vec<String>, Vec<String>)> {
+    role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["verbs"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_features_controller_reads_what_the_gates_match_and_writes_only_feature_status_events_and_its_lease(
+) {
+    let objects = base();
+    let v = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    let read = v(&["get", "list", "watch"]);
+    let cluster = find(&objects, "ClusterRole", "nodescope-features");
+    assert_eq!(
+        rules(cluster),
+        [
+            (
+                v(&["admissionregistration.k8s.io"]),
+                v(&[
+                    "validatingadmissionpolicies",
+                    "validatingadmissionpolicybindings"
+                ]),
+                read.clone()
+            ),
+            (
+                v(&["featureflags.nodescope.dev"]),
+                v(&["features"]),
+                read.clone()
+            ),
+            (
+                v(&["featureflags.nodescope.dev"]),
+                v(&["features/status"]),
+                v(&["patch"])
+            ),
+            (v(&[""]), v(&["namespaces"]), read.clone()),
+            (
+                v(&["autoscaling.k8s.io"]),
+                v(&["verticalpodautoscalers"]),
+                read.clone()
+            ),
+            (v(&[""]), v(&["pods"]), read.clone()),
+            (v(&["apps"]), v(&["daemonsets"]), read.clone()),
+            (
+                v(&["events.k8s.io"]),
+                v(&["events"]),
+                v(&["create", "patch"])
+            ),
+        ]
+    );
+    let lease = find(&objects, "Role", "nodescope-features");
+    assert_eq!(str_at(lease, "/metadata/namespace"), NAMESPACE);
+    assert_eq!(
+        rules(lease),
+        [(
+            v(&["coordination.k8s.io"]),
+            v(&["leases"]),
+            v(&["get", "create", "patch"])
+        )]
+    );
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let binding = find(&objects, kind, "nodescope-features");
+        assert_eq!(binding["roleRef"]["name"], "nodescope-features", "{kind}");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "nodescope-features", "namespace": NAMESPACE}]),
+            "{kind}"
+        );
+    }
+    // Every resource a shipped gating policy matches can be listed.
+    let bundle = load(&repo().join("policies/feature-gates.yaml"));
+    for policy in bundle
+        .iter()
+        .filter(|d| str_at(d, "/kind") == "ValidatingAdmissionPolicy")
+    {
+        for rule in policy["spec"]["matchConstraints"]["resourceRules"]
+            .as_array()
+            .unwrap()
+        {
+            for group in strings(&rule["apiGroups"]) {
+                for resource in strings(&rule["resources"]) {
+                    assert!(
+                        rules(cluster).iter().any(|(g, r, verbs)| g.contains(&group)
+                            && r.contains(&resource)
+                            && verbs.contains(&"list".to_owned())),
+                        "{}: {group}/{resource} cannot be listed",
+                        str_at(policy, "/metadata/name")
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_features_controller_deployment_runs_two_replicas_of_an_accepted_command_line() {
+    use clap::Parser;
+    let objects = base();
+    let deployment = find(&objects, "Deployment", "nodescope-features");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], "nodescope-features");
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let container = &spec["containers"][0];
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        strings(&container["securityContext"]["capabilities"]["drop"]),
+        ["ALL"]
+    );
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Features(args),
+        }) => match args.command {
+            Some(nodescope::cli::features::FeaturesCommand::Controller(c)) => {
+                assert_eq!(c.settle, std::time::Duration::from_secs(30));
+                assert_eq!(c.lease_duration, std::time::Duration::from_secs(15));
+            }
+            other => panic!("not the controller: {other:?}"),
+        },
+        Ok(other) => panic!("not a features command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
 }

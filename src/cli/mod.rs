@@ -7,11 +7,13 @@ pub mod bundle;
 mod certs;
 mod demo;
 pub mod dry_run;
+pub mod features;
 mod serve;
 pub mod test_suite;
 
 pub use certs::run_certs;
 pub use dry_run::run_dry_run;
+pub use features::run_features;
 pub use serve::run_serve;
 pub use test_suite::run_test;
 
@@ -42,6 +44,11 @@ pub enum Command {
     /// Exit 0: all passed; 1: any failed; 2: bad input or nothing to test; 3:
     /// internal error.
     Test(TestArgs),
+    /// KEP-3920 Features: list them (namespace, name, desired, state, uses
+    /// left, age of the last transition), `uses NAME` for every object that
+    /// keeps one from turning off (from the cluster, or offline from
+    /// manifests), or run the lifecycle `controller`.
+    Features(Box<features::FeaturesArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -141,6 +141,28 @@ pub fn validate(
     request: &AdmissionRequestInput<'_>,
     inputs: &dyn PolicyInputs,
 ) -> ValidationOutcome {
+    validate_some(policies, request, inputs, None)
+}
+
+/// [`validate`] with only the policy called `policy`: the feature
+/// controller asks one gating policy about many objects, and the others
+/// (however expensive) have no say in whether an object uses the feature.
+#[must_use]
+pub fn validate_policy(
+    policies: &PolicySet,
+    policy: &str,
+    request: &AdmissionRequestInput<'_>,
+    inputs: &dyn PolicyInputs,
+) -> ValidationOutcome {
+    validate_some(policies, request, inputs, Some(policy))
+}
+
+fn validate_some(
+    policies: &PolicySet,
+    request: &AdmissionRequestInput<'_>,
+    inputs: &dyn PolicyInputs,
+    only: Option<&str>,
+) -> ValidationOutcome {
     let deadline = Instant::now() + policies.limits.deadline;
     let scope = RequestScope {
         request,
@@ -154,6 +176,9 @@ pub fn validate(
         .candidates(request.group(), request.resource())
     {
         let policy = &policies.policies[index];
+        if only.is_some_and(|name| name != policy.name) {
+            continue;
+        }
         let applies = policy
             .spec
             .match_constraints

@@ -22,10 +22,12 @@ mod request;
 
 pub use crd_rules::{CrdRules, CrdRulesError, FieldError};
 pub use dispatch::{
-    validate, BindingResult, Decision, ValidationOutcome, VALIDATION_FAILURE_ANNOTATION,
+    validate, validate_policy, BindingResult, Decision, ValidationOutcome,
+    VALIDATION_FAILURE_ANNOTATION,
 };
 pub use load::{EvaluationLimits, ExpressionError, PolicyLoadError, PolicySet};
 pub use model::LabelSelector;
+pub use params::GatingPolicy;
 pub use request::{AdmissionRequestInput, LazyReview, RequestInputError};
 pub(crate) use request::{Json, Shape};
 

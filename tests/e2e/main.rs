@@ -16,6 +16,7 @@
 mod common;
 mod enforcers;
 mod failures;
+mod features;
 mod install;
 mod mutation;
 mod scopes;
@@ -32,6 +33,7 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
+    ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),

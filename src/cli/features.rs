@@ -1,0 +1,459 @@
+//! `nodescope features` and `nodescope features uses NAME`: the Features,
+//! and what keeps one from turning off, for people. Offline, from
+//! manifests: the same use discovery the controller runs
+//! ([`crate::features::find_uses`]) over the objects given with `-f`.
+
+use super::dry_run::input::{str_at, InputError, SourceDocument};
+use super::dry_run::kinds::Kinds;
+use super::dry_run::review::group_version;
+use super::dry_run::sources::{self, Inputs};
+use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::features::cluster::{read_features, read_view};
+use crate::features::{find_uses, Listed, PolicyUses};
+use crate::policy::PolicySet;
+use crate::store::Snapshot;
+use clap::{Args, Subcommand, ValueEnum};
+use k8s_openapi::jiff::Timestamp;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// `nodescope features`.
+#[derive(Debug, Args, Clone)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct FeaturesArgs {
+    #[command(subcommand)]
+    pub command: Option<FeaturesCommand>,
+    #[command(flatten)]
+    pub source: Source,
+}
+
+#[derive(Debug, Subcommand, Clone)]
+pub enum FeaturesCommand {
+    /// Every object that keeps a Feature from turning off, with the gating
+    /// policy's message that says why. Exit 0: none; 1: some.
+    Uses(UsesArgs),
+    /// Run the lifecycle controller against the cluster of the kubeconfig
+    /// (or the pod's service account): `desired: Disabled` turns a Feature
+    /// `TurningOff`, then `Off` once nothing uses it and the settle time has
+    /// passed; `desired: Enabled` turns it `TurningOn`, then `On`.
+    Controller(ControllerArgs),
+}
+
+/// `nodescope features controller`.
+#[derive(Debug, Args, Clone)]
+pub struct ControllerArgs {
+    /// How long a Feature stays TurningOff at least, so that webhook
+    /// replicas whose watch lags have stopped admitting new uses (`30s`,
+    /// `500ms`, `2m`).
+    #[arg(long, default_value = "30s", value_parser = parse_duration, env = "NODESCOPE_SETTLE")]
+    pub settle: std::time::Duration,
+    /// How often every Feature is re-evaluated.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, env = "NODESCOPE_PERIOD")]
+    pub period: std::time::Duration,
+    /// The least time between two passes started by watch events (each
+    /// pass lists every object the gating policies match).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub min_interval: std::time::Duration,
+    /// This replica's name in Events; the pod name in a cluster.
+    #[arg(long, env = "POD_NAME", default_value = "nodescope-features")]
+    pub instance: String,
+    /// The namespace of the Lease the replicas elect their leader on.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    pub lease_namespace: String,
+    /// The Lease's name.
+    #[arg(long, default_value = "nodescope-features")]
+    pub lease_name: String,
+    /// How long a dead leader's Lease lasts: the longest hand-over (at
+    /// least 2s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: std::time::Duration,
+    /// `text` or `json` logs.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: super::LogFormat,
+}
+
+/// `30s`, `500ms`, `2m`, `1h` or a number of seconds.
+///
+/// # Errors
+/// Anything else, quoted.
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((text, ""), |i| text.split_at(i));
+    let value: u64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))?;
+    let millis = match unit {
+        "ms" => Some(value),
+        "" | "s" => value.checked_mul(1000),
+        "m" => value.checked_mul(60_000),
+        "h" => value.checked_mul(3_600_000),
+        _ => None,
+    };
+    millis
+        .map(std::time::Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))
+}
+
+/// `nodescope features uses`.
+#[derive(Debug, Args, Clone)]
+pub struct UsesArgs {
+    /// The Feature's name.
+    pub name: String,
+    /// The Feature's namespace.
+    #[arg(short = 'n', long, default_value = "kube-system")]
+    pub namespace: String,
+    #[command(flatten)]
+    pub source: Source,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: UsesFormat,
+}
+
+/// Where the Features, the policies and the objects come from.
+#[derive(Debug, Args, Clone)]
+pub struct Source {
+    /// The cluster's objects, as manifests (a file, a directory or `-`).
+    /// Repeatable. Without -f and --params, the cluster of the kubeconfig
+    /// is read instead.
+    #[arg(short = 'f', long = "filename")]
+    pub files: Vec<PathBuf>,
+    /// Features (and the Namespaces and ConfigMaps the policies read).
+    /// Repeatable.
+    #[arg(long)]
+    pub params: Vec<PathBuf>,
+    /// The gating policies; the bundle built into this binary when omitted.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+}
+
+/// `-o` of `features uses`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum UsesFormat {
+    Table,
+    Json,
+    Yaml,
+}
+
+/// What a source holds once read.
+struct Loaded {
+    policies: PolicySet,
+    features: Vec<Value>,
+    listed: Vec<Listed>,
+    inputs: Snapshot,
+}
+
+fn load(source: &Source) -> Result<Loaded, RunError> {
+    if source.files.is_empty() && source.params.is_empty() {
+        return load_cluster(source);
+    }
+    let name = source
+        .policies
+        .as_ref()
+        .map(|p| format!("--policies {}", p.display()))
+        .unwrap_or_default();
+    let (policies, mut state) = load_policies(source.policies.as_deref(), &name)?;
+    let mut inputs = Inputs::default();
+    let params = inputs.read("--params", &source.params)?;
+    let documents = inputs.read("-f", &source.files)?;
+    let mut kinds = Kinds::default();
+    for document in params.iter().chain(&documents) {
+        kinds
+            .learn(&document.value)
+            .map_err(|why| InputError::document(&document.location, why))?;
+    }
+    for document in &params {
+        check_state(&kinds, document)?;
+    }
+    let mut listed: BTreeMap<(String, String, String), Listed> = BTreeMap::new();
+    for document in &documents {
+        check_state(&kinds, document)?;
+        let value = &document.value;
+        let info = kinds
+            .lookup(str_at(value, "/apiVersion"), str_at(value, "/kind"))
+            .map_err(|why| InputError::document(&document.location, why))?;
+        let (group, version) = group_version(str_at(value, "/apiVersion"));
+        let key = (group.to_owned(), version.to_owned(), info.resource.clone());
+        listed
+            .entry(key)
+            .or_insert_with(|| Listed {
+                group: group.to_owned(),
+                version: version.to_owned(),
+                resource: info.resource.clone(),
+                namespaced: info.namespaced,
+                objects: Vec::new(),
+            })
+            .objects
+            .push(value.clone());
+    }
+    let given: Vec<&SourceDocument> = params.iter().chain(&documents).collect();
+    let features: Vec<Value> = given
+        .iter()
+        .map(|d| &d.value)
+        .filter(|v| {
+            str_at(v, "/kind") == "Feature"
+                && group_version(str_at(v, "/apiVersion")).0 == "featureflags.nodescope.dev"
+        })
+        .cloned()
+        .collect();
+    state.extend(
+        given
+            .iter()
+            .map(|d| &d.value)
+            .filter(|v| is_param_kind(v))
+            .cloned(),
+    );
+    Ok(Loaded {
+        policies,
+        features,
+        listed: listed.into_values().collect(),
+        inputs: Snapshot::build(state),
+    })
+}
+
+/// The cluster of the kubeconfig (or the pod's service account): its
+/// Features, gating policies (or `--policies`), the objects they match and
+/// its Namespaces, read as the controller reads them.
+fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
+    let failed = |what: &str, e: &dyn std::fmt::Display| -> RunError {
+        InputError::Usage(format!(
+            "{what}: {e} (or give the objects offline with -f and --params)"
+        ))
+        .into()
+    };
+    let override_policies = match &source.policies {
+        Some(path) => Some(load_policies(Some(path), &format!("--policies {}", path.display()))?.0),
+        None => None,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| RunError::Internal(format!("starting the async runtime: {e}")))?;
+    runtime.block_on(async {
+        let client = kube::Client::try_default()
+            .await
+            .map_err(|e| failed("no cluster to read", &e))?;
+        let features = read_features(&client)
+            .await
+            .map_err(|e| failed("reading the cluster", &e))?;
+        let view = read_view(&client, features)
+            .await
+            .map_err(|e| failed("reading the cluster", &e))?;
+        Ok(Loaded {
+            policies: override_policies.unwrap_or(view.policies),
+            features: view.features,
+            listed: view.listed,
+            inputs: view.inputs,
+        })
+    })
+}
+
+fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses>, RunError> {
+    find_uses(&loaded.policies, feature, &loaded.listed, &loaded.inputs)
+        .map_err(|e| InputError::Usage(e.to_string()).into())
+}
+
+/// Runs `nodescope features [uses]`.
+///
+/// # Errors
+/// Bad input (exit 2), or output that cannot be written (exit 3).
+pub fn run_features(args: &FeaturesArgs) -> Result<ExitCode, RunError> {
+    match &args.command {
+        Some(FeaturesCommand::Uses(uses)) => run_uses(uses),
+        Some(FeaturesCommand::Controller(_)) => Err(RunError::Internal(
+            "the controller runs online, not through the offline runner".into(),
+        )),
+        None => run_list(&args.source),
+    }
+}
+
+fn run_list(source: &Source) -> Result<ExitCode, RunError> {
+    let loaded = load(source)?;
+    let now = Timestamp::now();
+    let mut rows = vec![[
+        "NAMESPACE",
+        "NAME",
+        "DESIRED",
+        "STATE",
+        "USES",
+        "LAST-TRANSITION",
+    ]
+    .map(str::to_owned)];
+    let mut features: Vec<&Value> = loaded.features.iter().collect();
+    features.sort_by_key(|f| {
+        (
+            str_at(f, "/metadata/namespace"),
+            str_at(f, "/metadata/name"),
+        )
+    });
+    for feature in features {
+        let uses: usize = uses_of(&loaded, feature)?
+            .iter()
+            .map(|p| p.uses.len())
+            .sum();
+        let or_dash = |s: &str| {
+            if s.is_empty() {
+                "-".to_owned()
+            } else {
+                s.to_owned()
+            }
+        };
+        rows.push([
+            or_dash(str_at(feature, "/metadata/namespace")),
+            or_dash(str_at(feature, "/metadata/name")),
+            or_dash(str_at(feature, "/spec/desired")),
+            or_dash(str_at(feature, "/status/state")),
+            uses.to_string(),
+            str_at(feature, "/status/lastTransitionTime")
+                .parse::<Timestamp>()
+                .map_or_else(|_| "-".to_owned(), |t| age(now, t)),
+        ]);
+    }
+    write_out(&table(&rows))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
+    let loaded = load(&args.source)?;
+    let feature = loaded
+        .features
+        .iter()
+        .find(|f| {
+            str_at(f, "/metadata/namespace") == args.namespace
+                && str_at(f, "/metadata/name") == args.name
+        })
+        .cloned()
+        // No Feature object: the gates still name it, so look as if it existed.
+        .unwrap_or_else(|| {
+            json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+                   "metadata": {"namespace": args.namespace, "name": args.name}})
+        });
+    let uses: Vec<_> = uses_of(&loaded, &feature)?
+        .into_iter()
+        .flat_map(|p| p.uses)
+        .collect();
+    let text = match args.output {
+        UsesFormat::Table => {
+            let mut rows = vec![["POLICY", "OBJECT", "MESSAGE"].map(str::to_owned)];
+            rows.extend(
+                uses.iter()
+                    .map(|u| [u.policy.clone(), u.label(), u.message.clone()]),
+            );
+            let mut text = table(&rows);
+            text.push_str(&format!(
+                "{} object(s) keep Feature {}/{} from turning off\n",
+                uses.len(),
+                args.namespace,
+                args.name
+            ));
+            text
+        }
+        UsesFormat::Json => {
+            let report =
+                json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses});
+            serde_json::to_string_pretty(&report)
+                .map(|t| t + "\n")
+                .map_err(|e| RunError::Internal(e.to_string()))?
+        }
+        UsesFormat::Yaml => {
+            let report =
+                json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses});
+            serde_saphyr::to_string(&report).map_err(|e| RunError::Internal(e.to_string()))?
+        }
+    };
+    write_out(&text)?;
+    Ok(if uses.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Columns padded to their widest cell, three spaces apart, as kubectl does.
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0; N];
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == N {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}   ", width = widths[i]));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// kubectl's short age: `45s`, `12m`, `5h`, `3d`.
+fn age(now: Timestamp, then: Timestamp) -> String {
+    let seconds = now.duration_since(then).as_secs().max(0);
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+fn write_out(text: &str) -> Result<(), RunError> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| {
+            RunError::Internal(format!("cannot write the output: {}", sources::reason(&e)))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_in_the_units_people_write() {
+        use std::time::Duration;
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert_eq!(
+            parse_duration("soon"),
+            Err("\"soon\" is not a duration such as 30s, 500ms or 2m".to_owned())
+        );
+        assert_eq!(
+            parse_duration("3d"),
+            Err("\"3d\" is not a duration such as 30s, 500ms or 2m".to_owned())
+        );
+    }
+
+    #[test]
+    fn ages_read_as_kubectl_writes_them() {
+        let t = |s: i64| Timestamp::from_second(s).unwrap_or(Timestamp::UNIX_EPOCH);
+        assert_eq!(age(t(1000), t(955)), "45s");
+        assert_eq!(age(t(10_000), t(10_000 - 720)), "12m");
+        assert_eq!(age(t(100_000), t(100_000 - 5 * 3600)), "5h");
+        assert_eq!(age(t(1_000_000), t(1_000_000 - 3 * 86_400)), "3d");
+        assert_eq!(age(t(0), t(10)), "0s");
+    }
+
+    #[test]
+    fn tables_pad_every_column_but_the_last() {
+        let rows = [
+            ["A".to_owned(), "long".to_owned()],
+            ["bbbb".to_owned(), "x".to_owned()],
+        ];
+        assert_eq!(table(&rows), "A      long\nbbbb   x\n");
+    }
+}

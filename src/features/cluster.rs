@@ -1,0 +1,230 @@
+//! Reading the cluster for use discovery: the gating policies, the
+//! Features, the objects the policies match (found through discovery, so
+//! no kind is known here) and the Namespaces. Shared by the controller and
+//! `nodescope features` against a live cluster.
+
+use super::uses::Listed;
+use crate::policy::PolicySet;
+use crate::store::Snapshot;
+use k8s_openapi::api::admissionregistration::v1::{
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::{ApiResource, Discovery};
+use kube::Client;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+/// Why a pass failed; the next pass starts over.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error("listing {what}: {source}")]
+    List {
+        what: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("discovery: {0}")]
+    Discovery(#[source] kube::Error),
+    #[error("the cluster's admission policies: {0}")]
+    Policies(#[from] crate::policy::PolicyLoadError),
+    #[error("{0}")]
+    Uses(#[from] super::uses::UsesError),
+    #[error("the Lease {lease}: {source}")]
+    Lease {
+        lease: String,
+        #[source]
+        source: kube_lease_manager::LeaseManagerError,
+    },
+    #[error("the Lease duration must be at least 2s, not {0:?}")]
+    LeaseDuration(Duration),
+    #[error("encoding {what}: {source}")]
+    Encode {
+        what: String,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// The Feature API.
+pub fn feature_resource() -> ApiResource {
+    ApiResource {
+        group: "featureflags.nodescope.dev".to_owned(),
+        version: "v1alpha1".to_owned(),
+        api_version: "featureflags.nodescope.dev/v1alpha1".to_owned(),
+        kind: "Feature".to_owned(),
+        plural: "features".to_owned(),
+    }
+}
+
+/// What use discovery needs, read from the cluster.
+pub struct View {
+    pub policies: PolicySet,
+    /// The Features asked about.
+    pub features: Vec<Value>,
+    pub listed: Vec<Listed>,
+    /// The kinds of `listed`, to watch.
+    pub resources: Vec<ApiResource>,
+    /// Namespaces and the Features, for the policies' lookups.
+    pub inputs: Snapshot,
+}
+
+/// Every Feature, in all namespaces, with its apiVersion and kind.
+///
+/// # Errors
+/// When they cannot be listed.
+pub async fn read_features(client: &Client) -> Result<Vec<Value>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
+    list(&api, "Features")
+        .await?
+        .iter()
+        .map(|f| {
+            to_value(f, "a Feature").map(|mut f| {
+                f["apiVersion"] = json!("featureflags.nodescope.dev/v1alpha1");
+                f["kind"] = json!("Feature");
+                f
+            })
+        })
+        .collect()
+}
+
+/// The policies, the objects their gates of `features` match, and the
+/// Namespaces.
+///
+/// # Errors
+/// When any of them cannot be read, or a policy does not compile.
+pub async fn read_view(client: &Client, features: Vec<Value>) -> Result<View, ClusterError> {
+    let policies = cluster_policies(client).await?;
+    let mut wanted: BTreeSet<(String, String)> = BTreeSet::new();
+    for f in &features {
+        for gate in policies.gating_policies(
+            str_at(f, "/metadata/namespace"),
+            str_at(f, "/metadata/name"),
+        ) {
+            wanted.extend(gate.resources);
+        }
+    }
+    let (listed, resources) = list_matched(client, &wanted).await?;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let mut state: Vec<Value> = list(&namespaces, "Namespaces")
+        .await?
+        .iter()
+        .map(|n| {
+            to_value(n, "a Namespace").map(|mut v| {
+                v["apiVersion"] = json!("v1");
+                v["kind"] = json!("Namespace");
+                v
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    state.extend(features.iter().cloned());
+    Ok(View {
+        policies,
+        features,
+        listed,
+        resources,
+        inputs: Snapshot::build(state),
+    })
+}
+
+/// The cluster's ValidatingAdmissionPolicies and bindings, compiled.
+async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
+    let vaps: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
+    let mut documents = Vec::new();
+    for vap in list(&vaps, "ValidatingAdmissionPolicies").await? {
+        let mut value = to_value(&vap, "a ValidatingAdmissionPolicy")?;
+        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        value["kind"] = json!("ValidatingAdmissionPolicy");
+        documents.push((
+            format!("policy {}", vap.metadata.name.unwrap_or_default()),
+            value.to_string(),
+        ));
+    }
+    for binding in list(&bindings, "ValidatingAdmissionPolicyBindings").await? {
+        let mut value = to_value(&binding, "a ValidatingAdmissionPolicyBinding")?;
+        value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        value["kind"] = json!("ValidatingAdmissionPolicyBinding");
+        documents.push((
+            format!("binding {}", binding.metadata.name.unwrap_or_default()),
+            value.to_string(),
+        ));
+    }
+    Ok(PolicySet::from_documents(documents)?)
+}
+
+/// Every object of the `(group, resource)`s the gating policies match, in
+/// all namespaces, at the version the apiserver recommends.
+async fn list_matched(
+    client: &Client,
+    wanted: &BTreeSet<(String, String)>,
+) -> Result<(Vec<Listed>, Vec<ApiResource>), ClusterError> {
+    if wanted.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let mut discovery = Discovery::new(client.clone());
+    if !wanted.iter().any(|(g, _)| g == "*") {
+        let groups: Vec<&str> = wanted.iter().map(|(g, _)| g.as_str()).collect();
+        discovery = discovery.filter(&groups);
+    }
+    let discovery = discovery.run().await.map_err(ClusterError::Discovery)?;
+    let mut out: BTreeMap<String, Listed> = BTreeMap::new();
+    let mut resources = Vec::new();
+    for group in discovery.groups() {
+        for (resource, capabilities) in group.recommended_resources() {
+            let matched = wanted.iter().any(|(g, r)| {
+                (g == "*" || *g == resource.group) && (r == "*" || *r == resource.plural)
+            });
+            if !matched || !capabilities.supports_operation(kube::discovery::verbs::LIST) {
+                continue;
+            }
+            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+            let what = format!("{} ({})", resource.plural, resource.api_version);
+            let mut objects = Vec::new();
+            for item in list(&api, &what).await? {
+                let mut value = to_value(&item, &what)?;
+                value["apiVersion"] = json!(resource.api_version);
+                value["kind"] = json!(resource.kind);
+                objects.push(value);
+            }
+            resources.push(resource.clone());
+            out.insert(
+                what,
+                Listed {
+                    group: resource.group.clone(),
+                    version: resource.version.clone(),
+                    resource: resource.plural.clone(),
+                    namespaced: capabilities.scope == kube::discovery::Scope::Namespaced,
+                    objects,
+                },
+            );
+        }
+    }
+    Ok((out.into_values().collect(), resources))
+}
+
+async fn list<K>(api: &Api<K>, what: &str) -> Result<Vec<K>, ClusterError>
+where
+    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default())
+        .await
+        .map(|l| l.items)
+        .map_err(|source| ClusterError::List {
+            what: what.to_owned(),
+            source,
+        })
+}
+
+fn to_value(object: &impl serde::Serialize, what: &str) -> Result<Value, ClusterError> {
+    serde_json::to_value(object).map_err(|source| ClusterError::Encode {
+        what: what.to_owned(),
+        source,
+    })
+}
+
+fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}

@@ -1,0 +1,328 @@
+//! The feature lifecycle controller: the thin edge around
+//! [`super::lifecycle::next_status`] and [`super::find_uses`]. Each pass
+//! reads the gating policies, the Features and the objects the policies
+//! match (through discovery: no kind is known here) from the apiserver,
+//! decides, and writes each changed status through the status subresource
+//! with the resourceVersion it read (a conflict is left for the next pass,
+//! which re-reads; nothing is overwritten blindly), with an Event saying why.
+
+use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
+use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
+use super::uses::{find_uses, transition_tasks};
+use super::wake::Wakers;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How the controller runs.
+#[derive(Debug, Clone)]
+pub struct ControllerConfig {
+    /// How long `TurningOff` lasts at least before `Off`.
+    pub settle: Duration,
+    /// How often every Feature is re-evaluated.
+    pub period: Duration,
+    /// The least time between two passes that a watch event starts: each
+    /// pass lists every matched object again, so on a busy cluster (pods
+    /// come and go all the time) events must not turn into a list storm.
+    pub min_interval: Duration,
+    /// Who writes, in Events (`reportingInstance`), and who holds the Lease.
+    pub instance: String,
+    /// The Lease only whose holder writes.
+    pub lease: LeaseConfig,
+}
+
+/// Where the replicas elect their leader.
+#[derive(Debug, Clone)]
+pub struct LeaseConfig {
+    pub namespace: String,
+    pub name: String,
+    /// How long a leader that stopped renewing keeps the Lease: the longest
+    /// hand-over after a leader dies. At least 2 s.
+    pub duration: Duration,
+}
+
+/// Runs passes forever while this replica holds the Lease: after each,
+/// sleeps for the period, or less when a Feature's settle time ends sooner
+/// or a watched object changes ([`Wakers`]).
+/// A replica that does not hold the Lease only waits for it, so with two
+/// replicas only the leader writes, and when it dies the other takes over
+/// once the Lease expires (its duration).
+///
+/// # Errors
+/// When the Lease cannot be created or read at start.
+pub async fn run(client: Client, config: ControllerConfig) -> Result<(), ClusterError> {
+    let lease_name = format!("{}/{}", config.lease.namespace, config.lease.name);
+    let duration = config.lease.duration.as_secs();
+    if duration < 2 {
+        return Err(ClusterError::LeaseDuration(config.lease.duration));
+    }
+    // kube-lease-manager panics unless grace < duration; a third of it
+    // leaves the holder two renewals before expiry.
+    let grace = (duration / 3).max(1);
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease.name)
+        .with_namespace(&config.lease.namespace)
+        .with_identity(&config.instance)
+        .with_duration(duration)
+        .with_grace(grace)
+        .build()
+        .await
+        .map_err(|source| ClusterError::Lease {
+            lease: lease_name.clone(),
+            source,
+        })?;
+    let (mut leading, _lease_task) = manager.watch().await;
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "nodescope-features".to_owned(),
+            instance: Some(config.instance.clone()),
+        },
+    );
+    let mut wakers = Wakers::new(&client);
+    let mut was_leading = false;
+    loop {
+        if !*leading.borrow_and_update() {
+            if was_leading {
+                tracing::info!(lease = %lease_name, instance = %config.instance, "lost the Lease");
+            }
+            was_leading = false;
+            tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
+            if leading.changed().await.is_err() {
+                return Ok(());
+            }
+            continue;
+        }
+        if !was_leading {
+            tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
+            was_leading = true;
+        }
+        let started = tokio::time::Instant::now();
+        let wait = match pass(&client, &recorder, &config, &|| *leading.borrow()).await {
+            Ok((wait, resources)) => {
+                wakers.watch(&resources);
+                wait
+            }
+            Err(error) => {
+                tracing::warn!(%error, "feature pass failed; retrying next period");
+                config.period
+            }
+        };
+        tokio::select! {
+            () = tokio::time::sleep(wait.max(Duration::from_millis(200))) => {}
+            () = wakers.changed() => {
+                // Let a burst of changes (a rollout, our own status write)
+                // land before the pass that reads them, and keep passes
+                // min_interval apart.
+                let next = started + config.min_interval;
+                tokio::time::sleep_until(next.max(tokio::time::Instant::now() + Duration::from_millis(200))).await;
+            }
+            changed = leading.changed() => {
+                if changed.is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+/// One pass over every Feature with `spec.desired`; how long until the
+/// next one.
+///
+/// # Errors
+/// When the policies, the Features or the matched objects cannot be read.
+pub async fn pass(
+    client: &Client,
+    recorder: &Recorder,
+    config: &ControllerConfig,
+    leading: &dyn Fn() -> bool,
+) -> Result<(Duration, Vec<kube::discovery::ApiResource>), ClusterError> {
+    let features: Vec<Value> = read_features(client)
+        .await?
+        .into_iter()
+        .filter(|f| desired(f).is_some())
+        .collect();
+    if features.is_empty() {
+        return Ok((config.period, Vec::new()));
+    }
+    let View {
+        policies,
+        listed,
+        inputs,
+        resources,
+        ..
+    } = read_view(client, features.clone()).await?;
+    let mut wait = config.period;
+    // Whole seconds, as metav1.Time stores them.
+    let now =
+        Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
+    for feature in &features {
+        let tasks = transition_tasks(&find_uses(&policies, feature, &listed, &inputs)?);
+        let step = next_status(
+            desired(feature),
+            &recorded(feature),
+            &tasks,
+            now,
+            config.settle,
+        );
+        if let Some(after) = step.recheck_after {
+            wait = wait.min(after);
+        }
+        if step.write.is_some() && !leading() {
+            // Lost the Lease during the pass: the new leader decides.
+            return Ok((config.period, resources));
+        }
+        if let Err(error) = write(client, recorder, feature, &step, &config.instance).await {
+            tracing::warn!(
+                feature = %format!("{}/{}", str_at(feature, "/metadata/namespace"), str_at(feature, "/metadata/name")),
+                %error,
+                "status not written; the next pass re-reads the Feature"
+            );
+            wait = wait.min(Duration::from_secs(1));
+        }
+    }
+    Ok((wait, resources))
+}
+
+/// Writes `step`'s status (with the resourceVersion read: a conflict fails
+/// instead of overwriting) and its Event.
+async fn write(
+    client: &Client,
+    recorder: &Recorder,
+    feature: &Value,
+    step: &Step,
+    instance: &str,
+) -> Result<(), kube::Error> {
+    let Some(status) = &step.write else {
+        return Ok(());
+    };
+    let namespace = str_at(feature, "/metadata/namespace");
+    let name = str_at(feature, "/metadata/name");
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &feature_resource());
+    let patch = status_patch(str_at(feature, "/metadata/resourceVersion"), status);
+    let written = api
+        .patch_status(
+            name,
+            // The replica is the field manager: managedFields say who wrote.
+            &PatchParams {
+                field_manager: Some(format!("nodescope-features/{instance}")),
+                ..PatchParams::default()
+            },
+            &Patch::Merge(&patch),
+        )
+        .await?;
+    tracing::info!(feature = %format!("{namespace}/{name}"), state = ?status.state, tasks = status.transition_tasks.len(), "status written");
+    if let Some((reason, note)) = &step.event {
+        let reference = written.object_ref(&feature_resource());
+        let event = Event {
+            type_: EventType::Normal,
+            reason: (*reason).to_owned(),
+            note: Some(note.chars().take(1000).collect()),
+            action: "Transition".to_owned(),
+            secondary: None,
+        };
+        if let Err(error) = recorder.publish(&event, &reference).await {
+            tracing::warn!(%error, "event not recorded");
+        }
+    }
+    Ok(())
+}
+
+/// The merge patch of the status subresource: the controller's fields,
+/// guarded by `resourceVersion`.
+#[must_use]
+pub fn status_patch(resource_version: &str, status: &FeatureStatus) -> Value {
+    json!({
+        "metadata": {"resourceVersion": resource_version},
+        "status": {
+            "state": status.state.map(State::as_str),
+            "lastTransitionTime": status.last_transition_time.map(|t| t.to_string()),
+            "transitionTasks": status.transition_tasks,
+        }
+    })
+}
+
+/// `spec.desired`, when it is one of the CRD's values.
+#[must_use]
+pub fn desired(feature: &Value) -> Option<Desired> {
+    match str_at(feature, "/spec/desired") {
+        "Enabled" => Some(Desired::Enabled),
+        "Disabled" => Some(Desired::Disabled),
+        _ => None,
+    }
+}
+
+/// The status the Feature records; unreadable fields count as absent.
+#[must_use]
+pub fn recorded(feature: &Value) -> FeatureStatus {
+    let state = match str_at(feature, "/status/state") {
+        "On" => Some(State::On),
+        "Off" => Some(State::Off),
+        "TurningOn" => Some(State::TurningOn),
+        "TurningOff" => Some(State::TurningOff),
+        _ => None,
+    };
+    FeatureStatus {
+        state,
+        last_transition_time: str_at(feature, "/status/lastTransitionTime").parse().ok(),
+        transition_tasks: feature
+            .pointer("/status/transitionTasks")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default(),
+    }
+}
+
+fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::features::TransitionTask;
+
+    #[test]
+    fn the_status_patch_carries_the_resource_version_it_read() {
+        let status = FeatureStatus {
+            state: Some(State::TurningOff),
+            last_transition_time: "2026-11-25T13:00:00Z".parse().ok(),
+            transition_tasks: vec![TransitionTask {
+                name: "p".to_owned(),
+                count: 1,
+                description: "VerticalPodAutoscaler a/b".to_owned(),
+            }],
+        };
+        assert_eq!(
+            status_patch("42", &status),
+            json!({"metadata": {"resourceVersion": "42"},
+                   "status": {"state": "TurningOff", "lastTransitionTime": "2026-11-25T13:00:00Z",
+                              "transitionTasks": [{"name": "p", "count": 1, "description": "VerticalPodAutoscaler a/b"}]}})
+        );
+    }
+
+    #[test]
+    fn a_recorded_status_reads_back_what_the_patch_wrote_and_ignores_the_unknown() {
+        let feature = json!({"spec": {"desired": "Disabled"},
+            "status": {"state": "TurningOff", "lastTransitionTime": "2026-11-25T13:00:00Z",
+                       "transitionTasks": [{"name": "p", "description": "d"}]}});
+        assert_eq!(desired(&feature), Some(Desired::Disabled));
+        assert_eq!(
+            recorded(&feature),
+            FeatureStatus {
+                state: Some(State::TurningOff),
+                last_transition_time: "2026-11-25T13:00:00Z".parse().ok(),
+                transition_tasks: vec![TransitionTask {
+                    name: "p".to_owned(),
+                    count: 0,
+                    description: "d".to_owned()
+                }],
+            }
+        );
+        let odd = json!({"spec": {"desired": "Maybe"}, "status": {"state": "Sideways", "lastTransitionTime": "soon"}});
+        assert_eq!(desired(&odd), None);
+        assert_eq!(recorded(&odd), FeatureStatus::default());
+    }
+}
