@@ -12,20 +12,14 @@ use serde_json::{json, Value};
 pub fn node_scoped_vpas(vpas: usize, nodes: usize) -> Vec<Value> {
     (0..vpas)
         .map(|i| {
-            let daemonset = if i == 0 { "node-exporter".to_owned() } else { format!("ds-{i}") };
-            let group = |node: String, n: usize| {
-                json!({
-                    "scopeValue": node,
-                    "containerRecommendations": [
-                        {"containerName": "node-exporter",
-                         "target": {"cpu": format!("{}m", 100 + n % 400), "memory": format!("{}Mi", 128 + n % 256)}},
-                        {"containerName": "kube-rbac-proxy",
-                         "target": {"cpu": format!("{}m", 10 + n % 20), "memory": format!("{}Mi", 20 + n % 40)}}
-                    ]
-                })
+            let daemonset = if i == 0 {
+                "node-exporter".to_owned()
+            } else {
+                format!("ds-{i}")
             };
-            let mut groups: Vec<Value> = (0..nodes).map(|n| group(format!("node-{n}"), n)).collect();
-            groups.push(group("node-a-1".to_owned(), 50));
+            let mut groups: Vec<Value> =
+                (0..nodes).map(|n| group(&format!("node-{n}"), n)).collect();
+            groups.push(group("node-a-1", 50));
             json!({
                 "apiVersion": "autoscaling.k8s.io/v1",
                 "kind": "VerticalPodAutoscaler",
@@ -43,6 +37,20 @@ pub fn node_scoped_vpas(vpas: usize, nodes: usize) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// One recommendation group with targets that vary with `n`, as real
+/// groups differ from node to node.
+fn group(scope_value: &str, n: usize) -> Value {
+    json!({
+        "scopeValue": scope_value,
+        "containerRecommendations": [
+            {"containerName": "node-exporter",
+             "target": {"cpu": format!("{}m", 100 + n % 400), "memory": format!("{}Mi", 128 + n % 256)}},
+            {"containerName": "kube-rbac-proxy",
+             "target": {"cpu": format!("{}m", 10 + n % 20), "memory": format!("{}Mi", 20 + n % 40)}}
+        ]
+    })
 }
 
 /// The zones the zone-scoped cluster spreads its nodes over.
@@ -63,18 +71,7 @@ pub fn zone_scoped_cluster(vpas: usize, nodes: usize) -> Vec<Value> {
             .map(|z| format!("zone-{z}"))
             .chain(["zone-a".to_owned()])
             .enumerate()
-            .map(|(z, zone)| {
-                let n = i + z * 37;
-                json!({
-                    "scopeValue": zone,
-                    "containerRecommendations": [
-                        {"containerName": "node-exporter",
-                         "target": {"cpu": format!("{}m", 100 + n % 400), "memory": format!("{}Mi", 128 + n % 256)}},
-                        {"containerName": "kube-rbac-proxy",
-                         "target": {"cpu": format!("{}m", 10 + n % 20), "memory": format!("{}Mi", 20 + n % 40)}}
-                    ]
-                })
-            })
+            .map(|(z, zone)| group(&zone, i + z * 37))
             .collect();
         vpa["status"]["recommendationGroups"] = json!(groups);
     }
