@@ -91,5 +91,26 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(offline(|| cli::run_features(&args)))
         }
+        Command::Recommend(args) => {
+            if cli::recommend::is_offline(&args) {
+                let mut out = std::io::stdout().lock();
+                return Ok(match cli::recommend::run_offline(&args, &mut out) {
+                    Ok(code) => code,
+                    Err(error) => {
+                        eprintln!("nodescope: {error}");
+                        ExitCode::from(2)
+                    }
+                });
+            }
+            cli::init_logging(args.running.log_format, "info");
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime
+                .block_on(cli::recommend::run_cluster(&args))
+                .context("recommend")?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }

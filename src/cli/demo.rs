@@ -40,6 +40,41 @@ const VALIDATE_REVIEW: (&str, &str) = (
     include_str!("../../examples/reviews/pod-borrows-node-balloon.json"),
 );
 
+/// `recommend --demo`'s data, `examples/recommend/`: `(path, contents)`.
+pub const RECOMMEND_FILES: &[(&str, &str)] = &[
+    (
+        "store/zone-agent.yaml",
+        include_str!("../../examples/recommend/store/zone-agent.yaml"),
+    ),
+    (
+        "metrics/2026-11-25T08.json",
+        include_str!("../../examples/recommend/metrics/2026-11-25T08.json"),
+    ),
+    (
+        "metrics/2026-11-25T09.json",
+        include_str!("../../examples/recommend/metrics/2026-11-25T09.json"),
+    ),
+];
+
+/// Writes [`RECOMMEND_FILES`] into a new temporary directory (with `store/`
+/// and `metrics/`), removed when the result is dropped.
+///
+/// # Errors
+/// The directory cannot be created or written, as one sentence.
+pub fn recommend_data() -> Result<tempfile::TempDir, String> {
+    let dir = tempfile::tempdir()
+        .map_err(|e| format!("cannot create a temporary directory for --demo: {e}"))?;
+    for (name, text) in RECOMMEND_FILES {
+        let path = dir.path().join(name);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("cannot write {}: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(dir)
+}
+
 /// Why the demo could not set itself up.
 #[derive(Debug, thiserror::Error)]
 pub enum DemoError {

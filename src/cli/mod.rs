@@ -8,6 +8,7 @@ mod certs;
 mod demo;
 pub mod dry_run;
 pub mod features;
+pub mod recommend;
 mod serve;
 pub mod test_suite;
 
@@ -49,6 +50,12 @@ pub enum Command {
     /// keeps one from turning off (from the cluster, or offline from
     /// manifests), or run the lifecycle `controller`.
     Features(Box<features::FeaturesArgs>),
+    /// The scoped recommender: writes status.recommendationGroups (one
+    /// recommendation per scope value) and the DaemonSet-wide
+    /// status.recommendation of scoped DaemonSet VPAs, with upstream VPA's
+    /// algorithm. Offline (--store file: --metrics file:, or --demo) it
+    /// replays recorded PodMetrics and prints the VPAs with that status.
+    Recommend(Box<recommend::RecommendArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,0 +1,188 @@
+//! The recommender at issue 17's scale: 1,000,000 aggregation keys (100
+//! scoped DaemonSet VPAs x 5,000 nodes x 2 containers), each holding a week
+//! of history. Measures, per cluster size:
+//! - RSS of the process holding the model (pods, container states, keys);
+//! - CPU time of one interval's ingestion of 1,000,000 container samples
+//!   (CPU and memory each), per sample, at 500, 5,000 and 50,000 nodes (the
+//!   VPA count shrinks as nodes grow, so the samples stay 1,000,000);
+//! - CPU time of computing every VPA's status.
+//!
+//! A week of per-minute samples for a million keys is ten billion samples,
+//! too many to feed here; the keys are instead cloned from 64 templates fed
+//! a real week (10,080 CPU samples with ±20% noise, a peak a day), so each
+//! key holds what a week leaves. Each size runs in a child process so RSS
+//! is its own.
+//!
+//! `cargo bench --bench recommend` (all sizes) or
+//! `cargo bench --bench recommend -- 5000` (one).
+
+use k8s_openapi::jiff::Timestamp;
+use nodescope::recommend::aggregate::{AggregateContainerState, HistoryConfig};
+use nodescope::recommend::input::{NodeIndex, PodUsage, ScopedVpa, TrackedPod};
+use nodescope::recommend::model::{History, ModelConfig};
+use nodescope::recommend::replay::Replay;
+use nodescope::recommend::status::vpa_status;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+const KEYS: usize = 1_000_000;
+const CONTAINERS: [&str; 2] = ["agent", "sidecar"];
+const START: i64 = 1_795_000_000;
+
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+fn at(minute: i64) -> Timestamp {
+    Timestamp::from_second(START + minute * 60).unwrap_or(Timestamp::UNIX_EPOCH)
+}
+
+/// A cheap deterministic noise in [-1, 1).
+fn noise(seed: u64) -> f64 {
+    let x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+}
+
+/// A week of history for one key: per-minute CPU with ±20% noise around
+/// `base` millicores, and a memory peak a day.
+fn template(config: &HistoryConfig, seed: u64, base: f64) -> AggregateContainerState {
+    let mut a = AggregateContainerState::default();
+    for minute in 0..7 * 24 * 60 {
+        let cores = base * (1.0 + 0.2 * noise(seed * 100_003 + minute as u64)) / 1000.0;
+        a.add_cpu_sample(config, cores, 0.1, at(minute));
+    }
+    for day in 0..7 {
+        let bytes = 200e6 * (1.0 + 0.1 * noise(seed * 7 + day as u64));
+        a.add_memory_peak(config, bytes, at(day * 24 * 60 + 24 * 60));
+    }
+    a
+}
+
+fn vpa(i: usize) -> ScopedVpa {
+    ScopedVpa::from_value(&json!({
+        "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": format!("agent-{i}"), "namespace": "agents", "generation": 1},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": format!("agent-{i}")}, "scope": "node"},
+    }))
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| panic!("bench VPA {i} is scoped"))
+}
+
+fn run(nodes: usize) {
+    let replay = Replay::defaults();
+    let config: &ModelConfig = &replay.model;
+    let vpas: Vec<ScopedVpa> = (0..KEYS / nodes / CONTAINERS.len()).map(vpa).collect();
+    let before = rss_mib();
+    let templates: Vec<AggregateContainerState> = (0..64)
+        .map(|s| template(&config.history, s, 50.0 + 10.0 * s as f64))
+        .collect();
+    // The model as a week of intervals would leave it: every pod tracked
+    // with its container states, every key with a week of history.
+    let pods: Vec<TrackedPod> = vpas
+        .iter()
+        .flat_map(|v| {
+            (0..nodes).map(move |n| TrackedPod {
+                namespace: "agents".into(),
+                name: format!("{}-{n}", v.name),
+                daemonset: v.daemonset.clone(),
+                node: Some(format!("node-{n}")),
+                containers: CONTAINERS.iter().map(|c| ((*c).to_owned(), 256 << 20)).collect(),
+                oom_kills: Vec::new(),
+            })
+        })
+        .collect();
+    let mut history = History::default();
+    let first: Vec<PodUsage> = usage(&pods, 0);
+    history.observe(config, &vpas, &pods, &NodeIndex::default(), &first, at(0));
+    let mut t = 0usize;
+    for containers in history.vpas.values_mut() {
+        for c in containers.values_mut() {
+            for state in c.groups.values_mut() {
+                *state = templates[t % templates.len()].clone();
+                t += 1;
+            }
+            c.wide = templates[0].clone();
+        }
+    }
+    let keys = history.keys();
+    let held = rss_mib();
+    // One interval: 1,000,000 container samples (CPU and memory each).
+    let interval = usage(&pods, 7 * 24 * 60 + 1);
+    let cpu = thread_cpu();
+    let ingested = history.observe(config, &vpas, &pods, &NodeIndex::default(), &interval, at(7 * 24 * 60 + 1));
+    let ingest = thread_cpu() - cpu;
+    let counts = history.pod_counts();
+    let cpu = thread_cpu();
+    let mut groups = 0usize;
+    for v in &vpas {
+        let key = format!("{}/{}", v.namespace, v.name);
+        let status = vpa_status(&replay.status, v, history.vpas.get(key.as_str()), counts.get(key.as_str()).copied().unwrap_or(0), at(7 * 24 * 60 + 1));
+        groups += status.get("recommendationGroups").and_then(|g| g.as_array()).map_or(0, Vec::len);
+    }
+    let recompute = thread_cpu() - cpu;
+    let after = rss_mib();
+    let container_samples = ingested.samples / 2;
+    println!(
+        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
+         ingest={:.3}s samples={} ns_per_container_sample={:.0} recompute={:.3}s groups={groups} \
+         template_heap_bytes={}",
+        vpas.len(),
+        ingest.as_secs_f64(),
+        ingested.samples,
+        ingest.as_nanos() as f64 / container_samples.max(1) as f64,
+        recompute.as_secs_f64(),
+        templates[0].heap_bytes() + std::mem::size_of::<AggregateContainerState>(),
+    );
+    drop(Arc::new(history));
+}
+
+fn usage(pods: &[TrackedPod], minute: i64) -> Vec<PodUsage> {
+    pods.iter()
+        .enumerate()
+        .map(|(i, p)| PodUsage {
+            namespace: p.namespace.clone(),
+            name: p.name.clone(),
+            timestamp: at(minute),
+            containers: CONTAINERS
+                .iter()
+                .map(|c| ((*c).to_owned(), 50 + (i % 50) as i64, 200_000_000 + i as i64))
+                .collect(),
+        })
+        .collect()
+}
+
+fn main() {
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    if let [nodes] = sizes[..] {
+        run(nodes);
+        return;
+    }
+    let exe = std::env::current_exe().unwrap_or_default();
+    for nodes in [500, 5_000, 50_000] {
+        let status = std::process::Command::new(&exe).arg(nodes.to_string()).status();
+        if !status.is_ok_and(|s| s.success()) {
+            eprintln!("recommend bench at {nodes} nodes failed: {status:?}");
+            std::process::exit(1);
+        }
+    }
+}

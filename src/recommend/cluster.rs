@@ -1,0 +1,343 @@
+//! The recommender against a cluster: the thin edge around
+//! [`History::observe`] and [`vpa_status`]. Every interval the leader lists
+//! VPAs and PodMetrics, takes pods and node labels from its watches,
+//! computes, and writes each VPA's status that [`needs_write`] (with a JSON
+//! patch that first tests the resourceVersion it read, so a concurrent
+//! change fails the write instead of being overwritten); every checkpoint
+//! interval it applies its checkpoints (server-side apply, one field
+//! manager). A follower only waits: on becoming leader it reads the
+//! checkpoints the last leader left and goes on from there.
+
+use super::checkpoint::{self, KIND};
+use super::input::{PodUsage, ScopedVpa};
+use super::model::History;
+use super::replay::Replay;
+use super::status::{needs_write, vpa_status};
+use super::watch::{NodeWatch, PodWatches};
+use crate::leader::{self, LeaseConfig};
+use crate::metrics::Metrics;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::ApiResource;
+use kube::Client;
+use serde_json::{json, Value};
+use std::collections::{BTreeSet, HashSet};
+use std::time::Duration;
+
+/// How the loop runs.
+#[derive(Clone, Debug)]
+pub struct LoopConfig {
+    pub replay: Replay,
+    /// `--recommender-interval`.
+    pub interval: Duration,
+    /// How often the history is checkpointed (and once more on shutdown).
+    pub checkpoint_interval: Duration,
+    pub lease: LeaseConfig,
+    /// This replica (the pod name): the Lease holder's identity.
+    pub instance: String,
+}
+
+/// Why the loop could not start or went on without a step.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    #[error(transparent)]
+    Leader(#[from] leader::LeaderError),
+    #[error("listing {what}: {source}")]
+    List {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Checkpoint(#[from] checkpoint::CheckpointError),
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    let api_version = if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    };
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version,
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+fn vpa_resource() -> ApiResource {
+    resource("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler", "verticalpodautoscalers")
+}
+
+fn pod_metrics_resource() -> ApiResource {
+    resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods")
+}
+
+fn checkpoint_resource() -> ApiResource {
+    resource("nodescope.dev", "v1alpha1", KIND, "recommendationcheckpoints")
+}
+
+fn to_value(object: &DynamicObject, kind: &str) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), kind.into());
+    }
+    value
+}
+
+/// Every VPA: the scoped ones this recommender computes, with the
+/// resourceVersion each was read at.
+async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
+    let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
+        what: "verticalpodautoscalers.autoscaling.k8s.io",
+        source,
+    })?;
+    let mut out = Vec::new();
+    for object in &list.items {
+        let value = to_value(object, "VerticalPodAutoscaler");
+        match ScopedVpa::from_value(&value) {
+            Ok(Some(vpa)) if vpa.is_for(name) => {
+                out.push((vpa, object.metadata.resource_version.clone().unwrap_or_default()));
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "VPA left out"),
+        }
+    }
+    Ok(out)
+}
+
+/// PodMetrics of the namespaces of the scoped VPAs, one list each.
+async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage>, ClusterError> {
+    let mut out = Vec::new();
+    for ns in namespaces {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), ns, &pod_metrics_resource());
+        let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
+            what: "pods.metrics.k8s.io",
+            source,
+        })?;
+        for item in &list.items {
+            match PodUsage::from_value(&to_value(item, "PodMetrics")) {
+                Ok(usage) => out.push(usage),
+                Err(error) => tracing::warn!(%error, "PodMetrics left out"),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The history the last leader checkpointed.
+async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
+    let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
+        what: "recommendationcheckpoints.nodescope.dev",
+        source,
+    })?;
+    let objects: Vec<Value> = list.items.iter().map(|o| to_value(o, KIND)).collect();
+    Ok(checkpoint::restore(&replay.model, &objects)?)
+}
+
+/// Applies every checkpoint object, then deletes the ones this write did
+/// not produce (a VPA gone, or fewer shards than before).
+async fn write_checkpoints(
+    client: &Client,
+    history: &History,
+    now: Timestamp,
+    metrics: &Metrics,
+) -> Result<(), ClusterError> {
+    let objects = checkpoint::checkpoints(history, &now.to_string())?;
+    let params = PatchParams::apply("nodescope-recommender").force();
+    let mut written = HashSet::new();
+    for object in &objects {
+        let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
+        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
+        match api.patch(name, &params, &Patch::Apply(object)).await {
+            Ok(_) => metrics.checkpoint_write(true),
+            Err(error) => {
+                metrics.checkpoint_write(false);
+                tracing::warn!(namespace = ns, name, %error, "checkpoint not written");
+            }
+        }
+        written.insert((ns.to_owned(), name.to_owned()));
+    }
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
+    let existing = api
+        .list(&ListParams::default().labels("app.kubernetes.io/managed-by=nodescope-recommender"))
+        .await
+        .map_err(|source| ClusterError::List {
+            what: "recommendationcheckpoints.nodescope.dev",
+            source,
+        })?;
+    for object in existing.items {
+        let ns = object.metadata.namespace.clone().unwrap_or_default();
+        let name = object.metadata.name.clone().unwrap_or_default();
+        if !written.contains(&(ns.clone(), name.clone())) {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), &ns, &checkpoint_resource());
+            if let Err(error) = api.delete(&name, &DeleteParams::default()).await {
+                tracing::warn!(namespace = %ns, %name, %error, "stale checkpoint not deleted");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes `status` over the VPA's, if the VPA is still at `resource_version`.
+async fn write_status(
+    client: &Client,
+    vpa: &ScopedVpa,
+    resource_version: &str,
+    status: &Value,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &vpa.namespace, &vpa_resource());
+    let patch = json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+        {"op": "add", "path": "/status", "value": status},
+    ]);
+    let patch: json_patch::Patch = serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
+    api.patch_status(&vpa.name, &PatchParams::default(), &Patch::<()>::Json(patch))
+        .await
+        .map(|_| ())
+}
+
+/// One interval: read, compute, write the statuses that changed. Returns
+/// whether usage could be read (an outage keeps the last statuses).
+async fn interval(
+    client: &Client,
+    config: &LoopConfig,
+    history: &mut History,
+    pods: &mut PodWatches,
+    nodes: &NodeWatch,
+    metrics: &Metrics,
+) -> Result<bool, ClusterError> {
+    let vpas = read_vpas(client, &config.replay.recommender_name).await?;
+    let namespaces: BTreeSet<&str> = vpas.iter().map(|(v, _)| v.namespace.as_str()).collect();
+    let namespaces: Vec<&str> = namespaces.into_iter().collect();
+    pods.watch(client, &namespaces);
+    if !pods.synced() || !nodes.synced() {
+        tracing::info!("waiting for the pod and node watches to list once");
+        return Ok(true);
+    }
+    let usage = match read_usage(client, &namespaces).await {
+        Ok(usage) => usage,
+        Err(error) => {
+            metrics.recommender_metrics_source(false);
+            tracing::warn!(%error, "metrics unavailable: keeping the last recommendations");
+            return Ok(false);
+        }
+    };
+    metrics.recommender_metrics_source(true);
+    let now = usage.iter().map(|u| u.timestamp).max().unwrap_or_else(Timestamp::now);
+    let scoped: Vec<ScopedVpa> = vpas.iter().map(|(v, _)| v.clone()).collect();
+    let ingested = history.observe(
+        &config.replay.model,
+        &scoped,
+        &pods.snapshot(),
+        &nodes.snapshot(),
+        &usage,
+        now,
+    );
+    metrics.recommender_ingested(ingested.samples, ingested.dropped, history.keys());
+    let counts = history.pod_counts();
+    for (vpa, resource_version) in &vpas {
+        let key = format!("{}/{}", vpa.namespace, vpa.name);
+        let status = vpa_status(
+            &config.replay.status,
+            vpa,
+            history.vpas.get(key.as_str()),
+            counts.get(key.as_str()).copied().unwrap_or(0),
+            now,
+        );
+        if !needs_write(&vpa.status, &status) {
+            continue;
+        }
+        match write_status(client, vpa, resource_version, &status).await {
+            Ok(()) => metrics.recommendation_write(true),
+            Err(error) => {
+                metrics.recommendation_write(false);
+                tracing::warn!(vpa = %key, %error, "status not written; the next interval re-reads the VPA");
+            }
+        }
+    }
+    Ok(true)
+}
+
+/// Runs until SIGTERM: competes for the Lease; while leading, an interval
+/// every `config.interval` and a checkpoint every
+/// `config.checkpoint_interval`; on SIGTERM a last checkpoint by the leader,
+/// then the Lease is released.
+///
+/// `shutdown` resolves on SIGTERM (the binary's edge owns signals).
+///
+/// # Errors
+/// When the Lease cannot be read or created at start.
+pub async fn run(
+    client: Client,
+    config: LoopConfig,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), ClusterError> {
+    let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
+    let _export = leadership.export(&metrics);
+    let mut leading = leadership.leading();
+    let nodes = NodeWatch::start(&client);
+    let mut pods = PodWatches::default();
+    let mut history: Option<History> = None;
+    let mut ticker = tokio::time::interval(config.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_checkpoint = tokio::time::Instant::now();
+    let mut terminate = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut terminate => break,
+            _ = ticker.tick() => {}
+            changed = leading.changed() => {
+                if changed.is_err() { break; }
+                continue;
+            }
+        }
+        if !*leading.borrow() {
+            if history.take().is_some() {
+                tracing::info!(lease = %config.lease.lease(), "lost the Lease: history dropped, the new leader goes on from the checkpoints");
+            }
+            continue;
+        }
+        let model = match history.as_mut() {
+            Some(model) => model,
+            None => match restore(&client, &config.replay).await {
+                Ok(restored) => {
+                    tracing::info!(keys = restored.keys(), pods = restored.pods.len(), "leading: history restored from checkpoints");
+                    last_checkpoint = tokio::time::Instant::now();
+                    history.insert(restored)
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "checkpoints not read; retrying next interval");
+                    continue;
+                }
+            },
+        };
+        if let Err(error) = interval(&client, &config, model, &mut pods, &nodes, &metrics).await {
+            tracing::warn!(%error, "interval failed; retrying next interval");
+        }
+        if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
+            if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await {
+                tracing::warn!(%error, "checkpoints not written");
+            }
+            last_checkpoint = tokio::time::Instant::now();
+        }
+    }
+    if let (Some(model), true) = (&history, *leading.borrow()) {
+        if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await {
+            tracing::warn!(%error, "last checkpoints not written");
+        }
+    }
+    if let Err(error) = leadership.release().await {
+        tracing::warn!(%error, "Lease not released; it expires on its own");
+    }
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! What the recommender reads, reduced once to what it needs: scoped
+//! DaemonSet VPAs, the pods of their DaemonSets, node labels, and PodMetrics.
+//! The same conversions serve `--store file:`/`--metrics file:` and the
+//! cluster, which return the same JSON.
+
+use crate::mutate::recommendation::{ContainerMode, ContainerPolicy, ResourceList};
+use crate::mutate::scope::{NodeLabel, NodeLabels, ScopeKey};
+use crate::quantity::Quantity;
+use crate::store::crd::{ContainerResourcePolicy, VpaSpec};
+use k8s_openapi::jiff::Timestamp;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Why an object was not taken: the object, the field, and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{object}: {field}: {reason}")]
+pub struct InputError {
+    pub object: String,
+    pub field: String,
+    pub reason: String,
+}
+
+fn input_error(object: &str, field: &str, reason: impl Into<String>) -> InputError {
+    InputError {
+        object: object.to_owned(),
+        field: field.to_owned(),
+        reason: reason.into(),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Meta {
+    name: String,
+    namespace: String,
+    generation: i64,
+    owner_references: Vec<OwnerRef>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct OwnerRef {
+    api_version: String,
+    kind: String,
+    name: String,
+    controller: Option<bool>,
+}
+
+/// A VPA whose recommendations this recommender writes: `spec.scope` set and
+/// `spec.targetRef` an apps/v1 DaemonSet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScopedVpa {
+    pub namespace: String,
+    pub name: String,
+    pub generation: i64,
+    /// The DaemonSet `spec.targetRef` names.
+    pub daemonset: String,
+    pub scope: ScopeKey,
+    /// `spec.recommenders[].name`; empty means the default recommender.
+    pub recommenders: Vec<String>,
+    /// `spec.resourcePolicy.containerPolicies`, quantities parsed.
+    pub policies: Vec<ContainerPolicy>,
+    /// The status as read, to compare with before writing.
+    pub status: Value,
+}
+
+#[derive(Deserialize)]
+struct VpaObject {
+    #[serde(default)]
+    metadata: Meta,
+    spec: VpaSpec,
+    #[serde(default)]
+    status: Value,
+}
+
+impl ScopedVpa {
+    /// `Ok(None)` for a VPA this recommender leaves alone (no scope, or not
+    /// a DaemonSet target).
+    ///
+    /// # Errors
+    /// A VPA whose spec or policies cannot be read.
+    pub fn from_value(value: &Value) -> Result<Option<Self>, InputError> {
+        let object = crate::manifest::object_ref(value);
+        let vpa: VpaObject = serde_json::from_value(value.clone())
+            .map_err(|e| input_error(&object, "spec", e.to_string()))?;
+        let Some(scope) = ScopeKey::parse(vpa.spec.scope.as_deref().unwrap_or_default(), Arc::from)
+        else {
+            return Ok(None);
+        };
+        let Some(target) = vpa.spec.target_ref.as_ref() else {
+            return Ok(None);
+        };
+        if target.kind != "DaemonSet" || target.api_version != "apps/v1" {
+            return Ok(None);
+        }
+        let recommenders = vpa
+            .spec
+            .extra
+            .get("recommenders")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|r| r.get("name").and_then(Value::as_str))
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let policies = vpa
+            .spec
+            .resource_policy
+            .iter()
+            .flat_map(|r| r.container_policies.iter())
+            .enumerate()
+            .map(|(i, p)| container_policy(&object, i, p))
+            .collect::<Result<_, _>>()?;
+        Ok(Some(ScopedVpa {
+            namespace: vpa.metadata.namespace,
+            name: vpa.metadata.name,
+            generation: vpa.metadata.generation,
+            daemonset: target.name.clone(),
+            scope,
+            recommenders,
+            policies,
+            status: vpa.status,
+        }))
+    }
+
+    /// Whether a recommender named `name` computes this VPA, as upstream
+    /// selects: a VPA naming no recommender belongs to `default`.
+    #[must_use]
+    pub fn is_for(&self, name: &str) -> bool {
+        if self.recommenders.is_empty() {
+            name == "default"
+        } else {
+            self.recommenders.iter().any(|r| r == name)
+        }
+    }
+
+    /// upstream `GetContainerResourcePolicy`: the container's own policy,
+    /// else the `*` one.
+    #[must_use]
+    pub fn policy(&self, container: &str) -> Option<&ContainerPolicy> {
+        self.policies
+            .iter()
+            .find(|p| p.container_name == container)
+            .or_else(|| self.policies.iter().find(|p| p.container_name == "*"))
+    }
+
+    /// Whether `container` is autoscaled (its policy's mode is not `Off`).
+    #[must_use]
+    pub fn scales(&self, container: &str) -> bool {
+        self.policy(container)
+            .is_none_or(|p| p.mode != ContainerMode::Off)
+    }
+}
+
+fn container_policy(
+    object: &str,
+    i: usize,
+    p: &ContainerResourcePolicy,
+) -> Result<ContainerPolicy, InputError> {
+    let field = |part: &str| format!("spec.resourcePolicy.containerPolicies[{i}].{part}");
+    let mut policy = ContainerPolicy::new(p.container_name.clone().unwrap_or_else(|| "*".into()));
+    policy.mode = match p.mode.as_deref() {
+        None | Some("" | "Auto") => ContainerMode::Auto,
+        Some("Off") => ContainerMode::Off,
+        Some(other) => {
+            return Err(input_error(
+                object,
+                &field("mode"),
+                format!("unknown mode {other:?} (expected Auto or Off)"),
+            ))
+        }
+    };
+    let list = |name: &str, texts: &Option<BTreeMap<String, Value>>| {
+        let mut out = ResourceList::new();
+        for (resource, value) in texts.iter().flatten() {
+            let text = match value {
+                Value::String(s) => s.clone(),
+                Value::Number(n) => n.to_string(),
+                other => other.to_string(),
+            };
+            let q = text.parse::<Quantity>().map_err(|e| {
+                input_error(object, &format!("{}.{resource}", field(name)), e.to_string())
+            })?;
+            out.insert(resource.as_str(), q);
+        }
+        Ok::<_, InputError>(out)
+    };
+    policy.min_allowed = list("minAllowed", &p.min_allowed)?;
+    policy.max_allowed = list("maxAllowed", &p.max_allowed)?;
+    if let Some(r) = &p.controlled_resources {
+        policy.controlled_resources.clone_from(r);
+    }
+    Ok(policy)
+}
+
+/// A pod of a scoped DaemonSet, as the recommender needs it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackedPod {
+    pub namespace: String,
+    pub name: String,
+    /// The DaemonSet that controls it.
+    pub daemonset: String,
+    /// `spec.nodeName`; a pod not yet bound has no samples anyway.
+    pub node: Option<String>,
+    /// `spec.containers[].name` with its memory request (bytes, 0 if none),
+    /// which an OOM kill is measured against.
+    pub containers: Vec<(String, i64)>,
+    /// OOM kills the pod's statuses show: container and `finishedAt`.
+    pub oom_kills: Vec<(String, Timestamp)>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct PodObject {
+    metadata: Meta,
+    spec: PodSpec,
+    status: PodStatus,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct PodSpec {
+    node_name: Option<String>,
+    containers: Vec<PodContainer>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct PodContainer {
+    name: String,
+    resources: Resources,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Resources {
+    requests: BTreeMap<String, Value>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct PodStatus {
+    container_statuses: Vec<ContainerStatus>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct ContainerStatus {
+    name: String,
+    state: ContainerStateDoc,
+    last_state: ContainerStateDoc,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ContainerStateDoc {
+    terminated: Option<Terminated>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+struct Terminated {
+    reason: String,
+    finished_at: Option<String>,
+}
+
+impl TrackedPod {
+    /// `Ok(None)` for a pod no DaemonSet controls.
+    ///
+    /// # Errors
+    /// A pod whose fields have the wrong types, or an unreadable quantity or
+    /// time.
+    pub fn from_value(value: &Value) -> Result<Option<Self>, InputError> {
+        let object = crate::manifest::object_ref(value);
+        let pod: PodObject = serde_json::from_value(value.clone())
+            .map_err(|e| input_error(&object, "spec", e.to_string()))?;
+        let Some(owner) = pod.metadata.owner_references.iter().find(|o| {
+            o.controller == Some(true) && o.kind == "DaemonSet" && o.api_version == "apps/v1"
+        }) else {
+            return Ok(None);
+        };
+        let mut containers = Vec::with_capacity(pod.spec.containers.len());
+        for (i, c) in pod.spec.containers.iter().enumerate() {
+            let memory = match c.resources.requests.get("memory") {
+                None => 0,
+                Some(v) => v
+                    .as_str()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| v.to_string())
+                    .parse::<Quantity>()
+                    .map_err(|e| {
+                        input_error(
+                            &object,
+                            &format!("spec.containers[{i}].resources.requests.memory"),
+                            e.to_string(),
+                        )
+                    })?
+                    .value(),
+            };
+            containers.push((c.name.clone(), memory));
+        }
+        let mut oom_kills = Vec::new();
+        for (i, s) in pod.status.container_statuses.iter().enumerate() {
+            for (field, state) in [("state", &s.state), ("lastState", &s.last_state)] {
+                let Some(t) = state.terminated.as_ref().filter(|t| t.reason == "OOMKilled") else {
+                    continue;
+                };
+                let Some(text) = &t.finished_at else { continue };
+                let at = text.parse::<Timestamp>().map_err(|e| {
+                    input_error(
+                        &object,
+                        &format!("status.containerStatuses[{i}].{field}.terminated.finishedAt"),
+                        e.to_string(),
+                    )
+                })?;
+                oom_kills.push((s.name.clone(), at));
+            }
+        }
+        Ok(Some(TrackedPod {
+            namespace: pod.metadata.namespace,
+            name: pod.metadata.name,
+            daemonset: owner.name.clone(),
+            node: pod.spec.node_name.filter(|n| !n.is_empty()),
+            containers,
+            oom_kills,
+        }))
+    }
+}
+
+/// Node labels by node name, for scope keys that are labels.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeIndex(HashMap<String, HashMap<String, String>>);
+
+impl NodeIndex {
+    /// Adds a Node object's labels.
+    pub fn insert(&mut self, node: &Value) {
+        let Some(name) = node.pointer("/metadata/name").and_then(Value::as_str) else {
+            return;
+        };
+        let labels = node
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|l| {
+                l.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        self.0.insert(name.to_owned(), labels);
+    }
+
+    /// Forgets a node.
+    pub fn remove(&mut self, name: &str) {
+        self.0.remove(name);
+    }
+
+    /// How many nodes are known.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no node is known.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl NodeLabels for NodeIndex {
+    fn node_label(&self, node: &str, key: &str) -> NodeLabel<'_> {
+        match self.0.get(node) {
+            None => NodeLabel::UnknownNode,
+            Some(labels) => labels
+                .get(key)
+                .map_or(NodeLabel::Absent, |v| NodeLabel::Value(v)),
+        }
+    }
+}
+
+/// One PodMetrics item: a pod's containers' usage over a window ending at
+/// `timestamp` (metrics.k8s.io/v1beta1, what metrics-server serves).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodUsage {
+    pub namespace: String,
+    pub name: String,
+    pub timestamp: Timestamp,
+    /// (container, CPU millicores, memory working set bytes), each rounded up
+    /// as upstream's `MilliValue()`/`Value()` do.
+    pub containers: Vec<(String, i64, i64)>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodMetricsDoc {
+    #[serde(default)]
+    metadata: Meta,
+    timestamp: String,
+    #[serde(default)]
+    containers: Vec<ContainerMetricsDoc>,
+}
+
+#[derive(Deserialize)]
+struct ContainerMetricsDoc {
+    name: String,
+    #[serde(default)]
+    usage: BTreeMap<String, String>,
+}
+
+impl PodUsage {
+    /// One `PodMetrics` object.
+    ///
+    /// # Errors
+    /// A missing or unreadable `timestamp` or usage quantity.
+    pub fn from_value(value: &Value) -> Result<Self, InputError> {
+        let object = crate::manifest::object_ref(value);
+        let doc: PodMetricsDoc = serde_json::from_value(value.clone())
+            .map_err(|e| input_error(&object, "PodMetrics", e.to_string()))?;
+        let timestamp = doc
+            .timestamp
+            .parse::<Timestamp>()
+            .map_err(|e| input_error(&object, "timestamp", e.to_string()))?;
+        let mut containers = Vec::with_capacity(doc.containers.len());
+        for (i, c) in doc.containers.iter().enumerate() {
+            let read = |resource: &str| -> Result<Option<Quantity>, InputError> {
+                c.usage
+                    .get(resource)
+                    .map(|t| {
+                        t.parse::<Quantity>().map_err(|e| {
+                            input_error(
+                                &object,
+                                &format!("containers[{i}].usage.{resource}"),
+                                e.to_string(),
+                            )
+                        })
+                    })
+                    .transpose()
+            };
+            let cpu = read("cpu")?.map_or(-1, |q| q.milli_value());
+            let memory = read("memory")?.map_or(-1, |q| q.value());
+            containers.push((c.name.clone(), cpu, memory));
+        }
+        Ok(PodUsage {
+            namespace: doc.metadata.namespace,
+            name: doc.metadata.name,
+            timestamp,
+            containers,
+        })
+    }
+}

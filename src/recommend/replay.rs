@@ -1,0 +1,281 @@
+//! The recommender without a cluster: VPAs, Pods and Nodes from store files,
+//! recorded `PodMetricsList`s from a metrics directory, replayed in
+//! timestamp order through the same model and status code the cluster loop
+//! runs, optionally continuing from (and leaving) checkpoint files.
+
+use super::checkpoint::{self, CheckpointError};
+use super::input::{InputError, NodeIndex, PodUsage, ScopedVpa, TrackedPod};
+use super::model::{History, Ingested, ModelConfig};
+use super::status::{vpa_status, StatusConfig};
+use crate::manifest::{self, ManifestError};
+use k8s_openapi::jiff::Timestamp;
+use serde_json::Value;
+use std::path::Path;
+
+/// Why a replay could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error(transparent)]
+    Manifest(#[from] ManifestError),
+    #[error("{source_file}: {error}")]
+    Input {
+        source_file: String,
+        error: InputError,
+    },
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+    #[error("{0}: no PodMetrics in it (expected metrics.k8s.io/v1beta1 PodMetricsList files)")]
+    NoMetrics(String),
+    #[error("writing {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The cluster as the store files describe it.
+#[derive(Debug, Default)]
+pub struct Cluster {
+    /// Every VPA, in file order (scoped ones are recommended, others kept
+    /// for the output unchanged).
+    pub vpas: Vec<(Value, Option<ScopedVpa>)>,
+    pub pods: Vec<TrackedPod>,
+    pub nodes: NodeIndex,
+}
+
+impl Cluster {
+    /// Reads VPAs, Pods and Nodes under `path`; other kinds are ignored.
+    ///
+    /// # Errors
+    /// An unreadable file, or a VPA or Pod that cannot be read.
+    pub fn load(path: &Path) -> Result<Self, ReplayError> {
+        let mut cluster = Cluster::default();
+        for doc in manifest::read_path(path, &[])? {
+            let input = |error| ReplayError::Input {
+                source_file: doc.source.clone(),
+                error,
+            };
+            match doc.value.get("kind").and_then(Value::as_str) {
+                Some("VerticalPodAutoscaler") => {
+                    let scoped = ScopedVpa::from_value(&doc.value).map_err(input)?;
+                    cluster.vpas.push((doc.value, scoped));
+                }
+                Some("Pod") => {
+                    if let Some(pod) = TrackedPod::from_value(&doc.value).map_err(input)? {
+                        cluster.pods.push(pod);
+                    }
+                }
+                Some("Node") => cluster.nodes.insert(&doc.value),
+                _ => {}
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// The scoped VPAs recommender `name` computes.
+    #[must_use]
+    pub fn scoped(&self, name: &str) -> Vec<ScopedVpa> {
+        self.vpas
+            .iter()
+            .filter_map(|(_, s)| s.clone())
+            .filter(|s| s.is_for(name))
+            .collect()
+    }
+}
+
+/// Every PodMetrics under `path`, as intervals: the items of each distinct
+/// timestamp together, in timestamp order (files may hold one interval each,
+/// or several).
+///
+/// # Errors
+/// An unreadable file or item, or no PodMetrics at all.
+pub fn load_metrics(path: &Path) -> Result<Vec<(Timestamp, Vec<PodUsage>)>, ReplayError> {
+    let mut items = Vec::new();
+    for doc in manifest::read_path(path, &[])? {
+        let input = |error| ReplayError::Input {
+            source_file: doc.source.clone(),
+            error,
+        };
+        match doc.value.get("kind").and_then(Value::as_str) {
+            Some("PodMetricsList") => {
+                for item in doc.value.get("items").and_then(Value::as_array).into_iter().flatten() {
+                    items.push(PodUsage::from_value(item).map_err(input)?);
+                }
+            }
+            Some("PodMetrics") => items.push(PodUsage::from_value(&doc.value).map_err(input)?),
+            _ => {}
+        }
+    }
+    if items.is_empty() {
+        return Err(ReplayError::NoMetrics(path.display().to_string()));
+    }
+    Ok(intervals(items))
+}
+
+/// Groups usage by timestamp, in order; stable within a timestamp.
+#[must_use]
+pub fn intervals(mut items: Vec<PodUsage>) -> Vec<(Timestamp, Vec<PodUsage>)> {
+    items.sort_by_key(|u| u.timestamp);
+    let mut out: Vec<(Timestamp, Vec<PodUsage>)> = Vec::new();
+    for item in items {
+        match out.last_mut() {
+            Some((at, list)) if *at == item.timestamp => list.push(item),
+            _ => out.push((item.timestamp, vec![item])),
+        }
+    }
+    out
+}
+
+/// Everything a replay needs.
+#[derive(Clone, Debug)]
+pub struct Replay {
+    pub model: ModelConfig,
+    pub status: StatusConfig,
+    /// `--recommender-name`.
+    pub recommender_name: String,
+}
+
+/// What a replay produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Every VPA of the store, scoped ones with the status written.
+    pub vpas: Vec<Value>,
+    pub history: History,
+    pub ingested: Ingested,
+    pub intervals: usize,
+}
+
+impl Replay {
+    /// Upstream's defaults for every number (`nodescope recommend` with no
+    /// flags).
+    #[must_use]
+    pub fn defaults() -> Self {
+        const DAY_MS: i64 = 24 * 3_600_000;
+        Replay {
+            model: ModelConfig {
+                history: super::aggregate::HistoryConfig::default(),
+                peaks: super::container::PeakConfig {
+                    interval_ms: DAY_MS,
+                    oom_bump_up_ratio: 1.2,
+                    oom_min_bump_up_bytes: 100.0 * 1024.0 * 1024.0,
+                },
+                window_length_ms: 8 * DAY_MS,
+            },
+            status: StatusConfig {
+                recommender: super::estimate::RecommenderConfig::default(),
+                round_cpu_millicores: 1,
+                round_memory_bytes: 1,
+                max_allowed_cpu: None,
+                max_allowed_memory: None,
+                group_min_samples: 1,
+            },
+            recommender_name: "default".to_owned(),
+        }
+    }
+
+    /// Runs `intervals` over `history` and gives every VPA with the status
+    /// this recommender would write at the last interval.
+    #[must_use]
+    pub fn run(
+        &self,
+        cluster: &Cluster,
+        mut history: History,
+        intervals: &[(Timestamp, Vec<PodUsage>)],
+    ) -> Outcome {
+        let scoped = cluster.scoped(&self.recommender_name);
+        let mut ingested = Ingested::default();
+        let mut now = Timestamp::UNIX_EPOCH;
+        for (at, usage) in intervals {
+            let i = history.observe(&self.model, &scoped, &cluster.pods, &cluster.nodes, usage, *at);
+            ingested.samples += i.samples;
+            ingested.dropped += i.dropped;
+            ingested.ooms += i.ooms;
+            now = *at;
+        }
+        let counts = history.pod_counts();
+        let vpas = cluster
+            .vpas
+            .iter()
+            .map(|(object, s)| {
+                let Some(vpa) = s.as_ref().filter(|v| v.is_for(&self.recommender_name)) else {
+                    return object.clone();
+                };
+                let key = format!("{}/{}", vpa.namespace, vpa.name);
+                let status = vpa_status(
+                    &self.status,
+                    vpa,
+                    history.vpas.get(key.as_str()),
+                    counts.get(key.as_str()).copied().unwrap_or(0),
+                    now,
+                );
+                let mut object = object.clone();
+                if let Some(map) = object.as_object_mut() {
+                    map.insert("status".into(), status);
+                }
+                object
+            })
+            .collect();
+        Outcome {
+            vpas,
+            history,
+            ingested,
+            intervals: intervals.len(),
+        }
+    }
+
+    /// The model from the checkpoint files in `dir` (none yet: empty).
+    ///
+    /// # Errors
+    /// A checkpoint file that cannot be read.
+    pub fn restore(&self, dir: &Path) -> Result<History, ReplayError> {
+        if !dir.exists() {
+            return Ok(History::default());
+        }
+        let objects: Vec<Value> = manifest::read_path(dir, &[])?
+            .into_iter()
+            .map(|d| d.value)
+            .filter(|v| v.get("kind").and_then(Value::as_str) == Some(checkpoint::KIND))
+            .collect();
+        Ok(checkpoint::restore(&self.model, &objects)?)
+    }
+}
+
+/// Replaces the checkpoint files in `dir` with `history`'s, one JSON file
+/// per object, written to a temporary name and renamed so that a crash
+/// leaves the old set or the new one.
+///
+/// # Errors
+/// The directory cannot be written.
+pub fn write_checkpoints(dir: &Path, history: &History, at: Timestamp) -> Result<usize, ReplayError> {
+    let write = |path: &Path, source| ReplayError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(|e| write(dir, e))?;
+    let objects = checkpoint::checkpoints(history, &at.to_string())?;
+    let mut names = std::collections::HashSet::new();
+    for object in &objects {
+        let name = format!(
+            "{}.{}.json",
+            object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
+            object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+        );
+        let path = dir.join(&name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        let text = serde_json::to_string(object).unwrap_or_default();
+        std::fs::write(&tmp, text).map_err(|e| write(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| write(&path, e))?;
+        names.insert(name);
+    }
+    for entry in manifest::sorted_entries(dir).map_err(|e| write(dir, e))? {
+        let stale = entry
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.ends_with(".json") && !names.contains(n));
+        if stale {
+            std::fs::remove_file(&entry).map_err(|e| write(&entry, e))?;
+        }
+    }
+    Ok(objects.len())
+}

@@ -1,0 +1,200 @@
+//! `nodescope recommend` over a recorded week: a DaemonSet on six nodes of
+//! three shapes (`node.kubernetes.io/instance-type` small, medium, large),
+//! one PodMetrics per pod per minute. The expected targets are computed here
+//! by hand, from upstream's formulas (bucket `floor(ln(v(r-1)/f + 1)/ln r)`,
+//! the percentile is the end of its bucket, `f(r^b - 1)/(r - 1)`, then
+//! truncation to millicores/bytes, the 15% margin, truncation again, the pod
+//! minimum), not by the crate's code.
+//!
+//! The restart test runs the binary twice over the two halves of the week,
+//! with a checkpoint directory between them, and once over the whole week:
+//! the outputs are byte for byte the same.
+
+use serde_json::{json, Value};
+use std::path::Path;
+use std::process::Command;
+
+const SHAPES: [(&str, &str, [u64; 2], u64); 3] = [
+    // (shape, node prefix, CPU millicores of its two nodes, memory MiB)
+    ("small", "s", [50, 52], 300),
+    ("medium", "m", [200, 210], 800),
+    ("large", "l", [700, 705], 1900),
+];
+const WEEK: u64 = 7 * 24 * 60;
+const START: u64 = 1_795_000_000;
+
+fn store() -> Vec<Value> {
+    let mut docs = vec![json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "agent", "namespace": "monitoring", "generation": 3},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+                 "scope": "node.kubernetes.io/instance-type"},
+    })];
+    for (shape, prefix, _, _) in SHAPES {
+        for i in 1..=2 {
+            let node = format!("{prefix}{i}");
+            docs.push(json!({"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": node, "labels": {"node.kubernetes.io/instance-type": shape}}}));
+            let mut pod = json!({"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("agent-{node}"), "namespace": "monitoring",
+                             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "controller": true, "uid": "u"}]},
+                "spec": {"nodeName": node, "containers": [{"name": "agent", "resources": {"requests": {"memory": "1Gi"}}}]}});
+            if node == "l2" {
+                // Killed once, on the second day: its window's peak becomes
+                // max(1Gi + 100Mi, 1.2 × 1900Mi) = 2280Mi.
+                pod["status"] = json!({"containerStatuses": [{"name": "agent", "restartCount": 1,
+                    "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137,
+                                                 "finishedAt": timestamp(36 * 60)}}}]});
+            }
+            docs.push(pod);
+        }
+    }
+    docs
+}
+
+fn timestamp(minute: u64) -> String {
+    k8s_openapi::jiff::Timestamp::from_second((START + minute * 60) as i64)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+/// PodMetrics of minutes `range`, one list.
+fn metrics(range: std::ops::Range<u64>) -> Value {
+    let mut items = Vec::new();
+    for minute in range {
+        for (_, prefix, cpus, memory) in SHAPES {
+            for (i, cpu) in cpus.iter().enumerate() {
+                items.push(json!({
+                    "metadata": {"name": format!("agent-{prefix}{}", i + 1), "namespace": "monitoring"},
+                    "timestamp": timestamp(minute), "window": "30s",
+                    "containers": [{"name": "agent", "usage": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")}}],
+                }));
+            }
+        }
+    }
+    json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": items})
+}
+
+fn write(path: &Path, value: &Value) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    std::fs::write(path, serde_json::to_string(value).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+/// The week in files: `dir/store/`, and `dir/metrics/{a,b}/`, split at
+/// minute `split` (mid-day, mid memory window).
+fn recorded(dir: &Path, split: u64) {
+    write(&dir.join("store/cluster.json"), &json!({"apiVersion": "v1", "kind": "List", "items": store()}));
+    let mut day = 0;
+    while day * 1440 < WEEK {
+        let (from, to) = (day * 1440, ((day + 1) * 1440).min(WEEK));
+        for (half, range) in [("a", from..to.min(split)), ("b", from.max(split)..to)] {
+            if !range.is_empty() {
+                write(&dir.join(format!("metrics/{half}/day-{day}.json")), &metrics(range));
+            }
+        }
+        day += 1;
+    }
+}
+
+/// upstream's exponential bucket end of `v`, by hand.
+fn bucket_end(v: f64, first: f64) -> f64 {
+    let ratio: f64 = 1.05;
+    let bucket = ((v * (ratio - 1.0) / first + 1.0).ln() / ratio.ln()).floor();
+    first * (ratio.powf(bucket + 1.0) - 1.0) / (ratio - 1.0)
+}
+
+/// Target: percentile (bucket end), truncated, × 1.15, truncated, at
+/// least the pod minimum (one container: all of it).
+fn cpu_target(millicores: u64) -> String {
+    let p = (bucket_end(millicores as f64 / 1000.0, 0.01) * 1000.0) as i64;
+    format!("{}m", ((p as f64 * 1.15) as i64).max(25))
+}
+
+fn memory_target(mib: u64) -> i64 {
+    let p = bucket_end((mib * 1024 * 1024) as f64, 1e7) as i64;
+    ((p as f64 * 1.15) as i64).max(250 * 1024 * 1024)
+}
+
+fn nodescope(args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running nodescope: {e}"));
+    assert!(
+        out.status.success(),
+        "nodescope {args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn vpa_status(output: &str) -> Value {
+    let list: Value = serde_json::from_str(output).unwrap_or_else(|e| panic!("{e}: {output}"));
+    list["items"]
+        .as_array()
+        .and_then(|items| items.iter().find(|i| i["kind"] == "VerticalPodAutoscaler"))
+        .map(|v| v["status"].clone())
+        .unwrap_or_else(|| panic!("no VPA in {output}"))
+}
+
+#[test]
+fn a_week_on_three_node_shapes_gives_three_groups_with_the_hand_computed_targets() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    recorded(dir.path(), 5000);
+    let store = format!("file:{}", dir.path().join("store").display());
+    let metrics = format!("file:{}", dir.path().join("metrics").display());
+    let status = vpa_status(&nodescope(&["recommend", "--store", &store, "--metrics", &metrics, "--once", "-o", "json"]));
+    // The killed pod's window peak (2280Mi) is the large group's highest:
+    // 7 windows × 2 pods, one of them 2280Mi, so the 90th percentile is
+    // still 1900Mi's bucket.
+    let group = |shape: &str, cpu: u64, mib: u64| {
+        json!({"scopeValue": shape, "containerRecommendations": [{"containerName": "agent",
+            "target": {"cpu": cpu_target(cpu), "memory": memory_target(mib).to_string()}}]})
+    };
+    assert_eq!(
+        status["recommendationGroups"],
+        json!([group("large", 700, 1900), group("medium", 200, 800), group("small", 50, 300)]),
+        "{status:#}"
+    );
+    // Hand values, for the reader: 63m/380258471, 247m/…, 813m/….
+    assert_eq!(cpu_target(50), "63m");
+    assert_eq!(cpu_target(200), "247m");
+    assert_eq!(cpu_target(700), "813m");
+    // DaemonSet-wide: the 90th percentile of all six pods is the large
+    // shape's bucket.
+    assert_eq!(status["recommendation"]["containerRecommendations"][0]["target"]["cpu"], cpu_target(700));
+    assert_eq!(status["observedGeneration"], 3);
+    let provided = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "RecommendationProvided"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(provided["status"], "True");
+    assert_eq!(provided["lastTransitionTime"], timestamp(WEEK - 1));
+}
+
+#[test]
+fn a_restart_from_checkpoints_half_way_writes_what_an_uninterrupted_run_writes() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    recorded(dir.path(), 5000);
+    let store = format!("file:{}", dir.path().join("store").display());
+    let all = format!("file:{}", dir.path().join("metrics").display());
+    let a = format!("file:{}", dir.path().join("metrics/a").display());
+    let b = format!("file:{}", dir.path().join("metrics/b").display());
+    let checkpoints = format!("file:{}", dir.path().join("checkpoints").display());
+    let uninterrupted = nodescope(&["recommend", "--store", &store, "--metrics", &all, "-o", "json"]);
+    nodescope(&["recommend", "--store", &store, "--metrics", &a, "--checkpoints", &checkpoints, "-o", "json"]);
+    let written: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
+        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    assert_eq!(written, vec!["monitoring.agent-0-of-1.json".to_owned()]);
+    let resumed = nodescope(&["recommend", "--store", &store, "--metrics", &b, "--checkpoints", &checkpoints, "-o", "json"]);
+    assert_eq!(resumed, uninterrupted);
+    // Without the checkpoint the second half alone says something else.
+    let cold = nodescope(&["recommend", "--store", &store, "--metrics", &b, "-o", "json"]);
+    assert_ne!(cold, uninterrupted);
+}
