@@ -61,7 +61,8 @@ impl Dense {
 
     pub fn shift(&mut self, s: &BucketScheme, hl: i64, new_ref: i128) {
         let new_ref = gomath::time_round(new_ref, hl);
-        let exp = gomath::round_half_up(gomath::time_sub(self.reference, new_ref) as f64 / hl as f64);
+        let exp =
+            gomath::round_half_up(gomath::time_sub(self.reference, new_ref) as f64 / hl as f64);
         self.scale(s, gomath::ldexp(1.0, exp));
         self.reference = new_ref;
     }

@@ -189,7 +189,13 @@ fn test_decaying_histogram_percentiles() {
     let s = test_options();
     let mut h = DecayingHistogram::new();
     for i in 1..=4 {
-        h.add_sample(&s, HOUR, f64::from(i), f64::from(i), hours(start(), i64::from(i) - 1));
+        h.add_sample(
+            &s,
+            HOUR,
+            f64::from(i),
+            f64::from(i),
+            hours(start(), i64::from(i) - 1),
+        );
     }
     let cases = [
         (0.00, 2.0),
@@ -234,7 +240,9 @@ fn test_no_decay() {
 #[test]
 fn test_decaying_histogram_merge() {
     let s = test_options();
-    let add = |h: &mut DecayingHistogram, v: f64, hrs: i64| h.add_sample(&s, HOUR, v, 1.0, hours(start(), hrs));
+    let add = |h: &mut DecayingHistogram, v: f64, hrs: i64| {
+        h.add_sample(&s, HOUR, v, 1.0, hours(start(), hrs))
+    };
     let mut h1 = DecayingHistogram::new();
     add(&mut h1, 1.0, 0);
     add(&mut h1, 2.0, 1);
@@ -279,14 +287,23 @@ fn exact_checkpoint_round_trip() {
     let restored = DecayingHistogram::from_checkpoint(s, &back).unwrap();
     assert_eq!(restored, h);
     for p in [0.0, 0.5, 0.9, 0.95, 1.0] {
-        assert_eq!(restored.percentile(s, p).to_bits(), h.percentile(s, p).to_bits());
+        assert_eq!(
+            restored.percentile(s, p).to_bits(),
+            h.percentile(s, p).to_bits()
+        );
     }
-    assert!(json.starts_with(r#"{"ref":"2023-11-14T22:00:00Z","total":"#), "{json}");
+    assert!(
+        json.starts_with(r#"{"ref":"2023-11-14T22:00:00Z","total":"#),
+        "{json}"
+    );
     assert!(json.contains(r#""lo":14,"w":""#), "{json}");
 
     let empty = DecayingHistogram::new().to_checkpoint();
     let json = serde_json::to_string(&empty).unwrap();
-    assert_eq!(json, r#"{"ref":"0001-01-01T00:00:00Z","total":"AAAAAAAAAAA=","lo":0,"w":""}"#);
+    assert_eq!(
+        json,
+        r#"{"ref":"0001-01-01T00:00:00Z","total":"AAAAAAAAAAA=","lo":0,"w":""}"#
+    );
 }
 
 #[test]
@@ -357,5 +374,9 @@ fn per_key_memory_for_a_week_of_samples() {
     assert_eq!(inline, 112);
     assert_eq!(std::mem::size_of::<DecayingHistogram>(), 40);
     assert_eq!(state.total_samples(), 10_080);
-    assert!(total <= 200, "{total} bytes ({inline} inline + {} heap)", state.heap_bytes());
+    assert!(
+        total <= 200,
+        "{total} bytes ({inline} inline + {} heap)",
+        state.heap_bytes()
+    );
 }
