@@ -3,6 +3,9 @@
 //! (the parts about these numbers), as data; plus the exact aggregate
 //! checkpoint.
 
+// Upstream's test data uses 3.14 (cores, bytes), not pi.
+#![allow(clippy::approx_constant)]
+
 use super::vpa::{VpaCheckpointStatus, VpaHistogramCheckpoint, MAX_CHECKPOINT_WEIGHT};
 use super::*;
 use k8s_openapi::jiff::Timestamp;
