@@ -379,4 +379,6 @@ fn per_key_memory_for_a_week_of_samples() {
         "{total} bytes ({inline} inline + {} heap)",
         state.heap_bytes()
     );
+    // Measured: 5 CPU buckets and 2 memory buckets, 168 bytes.
+    assert_eq!(state.heap_bytes(), (5 + 2) * 8);
 }
