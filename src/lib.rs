@@ -14,6 +14,7 @@ pub mod metrics;
 pub mod mutate;
 pub mod policy;
 pub mod quantity;
+pub mod recommend;
 pub mod server;
 pub mod store;
 pub mod tls;

@@ -180,6 +180,7 @@ impl UpstreamFlags {
                 history: HistoryConfig {
                     cpu_half_life: self.cpu_histogram_decay_half_life,
                     memory_half_life: self.memory_histogram_decay_half_life,
+                    cpu_weight_from_request: false,
                 },
                 peaks: PeakConfig {
                     interval_ms,
@@ -191,7 +192,7 @@ impl UpstreamFlags {
             },
             status: StatusConfig {
                 recommender: RecommenderConfig {
-                    safety_margin_fraction: self.recommendation_margin_fraction,
+                    margin_fraction: self.recommendation_margin_fraction,
                     pod_min_cpu_millicores: self.pod_recommendation_min_cpu_millicores,
                     pod_min_memory_mb: self.pod_recommendation_min_memory_mb,
                     target_cpu_percentile: self.target_cpu_percentile,
@@ -296,93 +297,3 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-/// Why the cluster loop could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum RecommendError {
-    #[error("{0}")]
-    Flags(String),
-    #[error("connecting to the cluster (kubeconfig or service account): {0}")]
-    Client(kube::Error),
-    #[error("cannot listen on {addr} (--address): {cause}")]
-    Bind {
-        addr: std::net::SocketAddr,
-        cause: std::io::Error,
-    },
-    #[error(transparent)]
-    Loop(#[from] crate::recommend::cluster::ClusterError),
-}
-
-/// Against the cluster: /metrics and /healthz on `--address`, and the loop
-/// until SIGTERM or Ctrl-C.
-///
-/// # Errors
-/// Flags that need a cluster set to files, no cluster, a busy address, or
-/// a Lease that cannot be read.
-pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
-    if args.checkpoints.as_deref().is_some_and(|c| c != "kube") {
-        return Err(RecommendError::Flags(
-            "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects)".into(),
-        ));
-    }
-    let client = kube::Client::try_default()
-        .await
-        .map_err(RecommendError::Client)?;
-    let metrics = crate::metrics::Metrics::new();
-    let listener = tokio::net::TcpListener::bind(args.running.address)
-        .await
-        .map_err(|cause| RecommendError::Bind {
-            addr: args.running.address,
-            cause,
-        })?;
-    let served = metrics.clone();
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = served.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        metrics.render(),
-                    )
-                }
-            }),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok" }));
-    let server = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::warn!(%error, "metrics listener stopped");
-        }
-    });
-    let config = crate::recommend::cluster::LoopConfig {
-        replay: args.upstream.replay(),
-        interval: args.upstream.recommender_interval,
-        checkpoint_interval: args.running.checkpoint_interval,
-        lease: crate::leader::LeaseConfig {
-            namespace: args.running.lease_namespace.clone(),
-            name: args.running.lease_name.clone(),
-            duration: args.running.lease_duration,
-        },
-        instance: args.running.instance.clone(),
-    };
-    let shutdown = async {
-        let mut sigterm =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = async {
-                match sigterm.as_mut() {
-                    Some(s) => { s.recv().await; }
-                    None => std::future::pending::<()>().await,
-                }
-            } => {}
-        }
-        tracing::info!("shutting down: last checkpoint, then the Lease is released");
-    };
-    let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
-    server.abort();
-    Ok(result?)
-}

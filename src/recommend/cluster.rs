@@ -8,7 +8,7 @@
 //! manager). A follower only waits: on becoming leader it reads the
 //! checkpoints the last leader left and goes on from there.
 
-use super::checkpoint::{self, KIND};
+use super::checkpoints::{self as checkpoint, KIND};
 use super::input::{PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;

@@ -32,8 +32,10 @@ pub struct Sinks<'a> {
 
 impl Aggregator for Sinks<'_> {
     fn add_cpu(&mut self, cores: f64, at: Timestamp) {
-        self.group.add_cpu_sample(self.config, cores, at);
-        self.wide.add_cpu_sample(self.config, cores, at);
+        // Upstream weighs every CPU sample alike since VPA 1.4 (its
+        // `minSampleWeight`), whatever the request.
+        self.group.add_cpu_sample(self.config, cores, 0.0, at);
+        self.wide.add_cpu_sample(self.config, cores, 0.0, at);
     }
 
     fn add_peak(&mut self, bytes: f64, at: Timestamp) {

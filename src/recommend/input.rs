@@ -85,7 +85,7 @@ impl ScopedVpa {
         let object = crate::manifest::object_ref(value);
         let vpa: VpaObject = serde_json::from_value(value.clone())
             .map_err(|e| input_error(&object, "spec", e.to_string()))?;
-        let Some(scope) = ScopeKey::parse(vpa.spec.scope.as_deref().unwrap_or_default(), Arc::from)
+        let Some(scope) = ScopeKey::parse(vpa.spec.scope.as_deref().unwrap_or_default(), |s| Arc::from(s))
         else {
             return Ok(None);
         };
@@ -174,7 +174,7 @@ fn container_policy(
             ))
         }
     };
-    let list = |name: &str, texts: &Option<BTreeMap<String, Value>>| {
+    let list = |name: &str, texts: &Option<BTreeMap<String, Value>>| -> Result<ResourceList, InputError> {
         let mut out = ResourceList::new();
         for (resource, value) in texts.iter().flatten() {
             let text = match value {
@@ -185,9 +185,9 @@ fn container_policy(
             let q = text.parse::<Quantity>().map_err(|e| {
                 input_error(object, &format!("{}.{resource}", field(name)), e.to_string())
             })?;
-            out.insert(resource.as_str(), q);
+            out.insert(resource.clone(), q);
         }
-        Ok::<_, InputError>(out)
+        Ok(out)
     };
     policy.min_allowed = list("minAllowed", &p.min_allowed)?;
     policy.max_allowed = list("maxAllowed", &p.max_allowed)?;

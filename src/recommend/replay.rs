@@ -3,7 +3,7 @@
 //! timestamp order through the same model and status code the cluster loop
 //! runs, optionally continuing from (and leaving) checkpoint files.
 
-use super::checkpoint::{self, CheckpointError};
+use super::checkpoints::{self as checkpoint, CheckpointError};
 use super::input::{InputError, NodeIndex, PodUsage, ScopedVpa, TrackedPod};
 use super::model::{History, Ingested, ModelConfig};
 use super::status::{vpa_status, StatusConfig};

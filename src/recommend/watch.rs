@@ -12,7 +12,8 @@ use super::input::{NodeIndex, TrackedPod};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::discovery::ApiResource;
-use kube::runtime::watcher::{self, metadata_watcher, watcher, Event};
+use kube::core::PartialObjectMeta;
+use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
 use k8s_openapi::api::core::v1::Node;
@@ -164,10 +165,10 @@ impl NodeWatch {
     pub fn start(client: &Client) -> Self {
         let nodes = Arc::new(Mutex::new(NodeIndex::default()));
         let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let api: Api<Node> = Api::all(client.clone());
+        let api: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
         let (shared, flag) = (Arc::clone(&nodes), Arc::clone(&ready));
         let task = tokio::spawn(async move {
-            let mut events = metadata_watcher(api, watcher::Config::default())
+            let mut events = watcher(api, watcher::Config::default())
                 .default_backoff()
                 .boxed();
             let mut listing = NodeIndex::default();

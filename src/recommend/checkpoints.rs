@@ -1,0 +1,291 @@
+//! Checkpoints: the model written to the API (or to files), so that a
+//! restarted recommender continues where it stopped and writes exactly what
+//! it would have written without the restart.
+//!
+//! Upstream writes one `VerticalPodAutoscalerCheckpoint` per (VPA,
+//! container), and AEP-10031 one more per scope value: under a node scope on
+//! 5,000 nodes that is 5,000 objects per container. Here a VPA's whole
+//! history (every container, scope value and pod window) is one payload,
+//! split by a hash of the scope value into as few shards as keep each
+//! object under [`SHARD_LIMIT`] bytes, and written as
+//! `RecommendationCheckpoint` objects named `<vpa>-<i>-of-<n>`: the number
+//! of objects grows with the bytes of history, about one per 2,000 node
+//! groups, not with the number of nodes.
+//!
+//! The payload is a JSON string in `spec.data`, not structured fields: the
+//! apiserver then tracks one managed field, not one per histogram bucket, and
+//! the object's size is the payload's.
+
+use super::aggregate::{AggregateCheckpoint, AggregateContainerState};
+use super::HistogramError;
+use super::container::ContainerState;
+use super::model::{ContainerHistory, History, ModelConfig, PodHistory, VpaKey};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+pub const API_VERSION: &str = "nodescope.dev/v1alpha1";
+pub const KIND: &str = "RecommendationCheckpoint";
+/// The largest payload of one object: etcd refuses objects over 1.5 MiB,
+/// and the object carries some metadata besides.
+pub const SHARD_LIMIT: usize = 1024 * 1024;
+/// The payload format; a checkpoint of another version is not read.
+pub const VERSION: u32 = 1;
+
+/// Why checkpoints could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("checkpoint {object}: {reason}")]
+    Invalid { object: String, reason: String },
+    #[error("checkpoint {object}: {source}")]
+    Histogram {
+        object: String,
+        #[source]
+        source: HistogramError,
+    },
+    #[error("VPA {vpa}: its history does not fit in {shards} checkpoints of {SHARD_LIMIT} bytes")]
+    TooLarge { vpa: String, shards: usize },
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Payload {
+    version: u32,
+    /// By container: the DaemonSet-wide aggregate (shard 0 only) and the
+    /// groups of this shard's scope values.
+    #[serde(default)]
+    containers: BTreeMap<String, ContainerPayload>,
+    /// By pod name: this shard's pods (by their scope value).
+    #[serde(default)]
+    pods: BTreeMap<String, PodPayload>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContainerPayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wide: Option<AggregateCheckpoint>,
+    #[serde(default)]
+    groups: BTreeMap<String, AggregateCheckpoint>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PodPayload {
+    scope_value: String,
+    containers: Vec<(String, i64, ContainerState)>,
+}
+
+/// FNV-1a: stable across builds and platforms, unlike `std`'s hasher.
+fn shard_of(value: &str, shards: usize) -> usize {
+    let mut hash: u32 = 0x811c_9dc5;
+    for b in value.bytes() {
+        hash ^= u32::from(b);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    hash as usize % shards.max(1)
+}
+
+/// The object name of shard `i` of `n` of VPA `vpa`: within the 253
+/// characters of a name (a long VPA name is cut and a hash of it appended).
+#[must_use]
+pub fn object_name(vpa: &str, i: usize, n: usize) -> String {
+    let suffix = format!("-{i}-of-{n}");
+    if vpa.len() + suffix.len() <= 253 {
+        return format!("{vpa}{suffix}");
+    }
+    let hash = shard_of(vpa, usize::MAX);
+    let cut: String = vpa.chars().take(253 - suffix.len() - 9).collect();
+    format!("{}-{hash:08x}{suffix}", cut.trim_end_matches(['-', '.']))
+}
+
+fn payloads(
+    containers: &BTreeMap<Arc<str>, ContainerHistory>,
+    pods: &[(&String, &PodHistory)],
+    n: usize,
+) -> Vec<Payload> {
+    let mut out: Vec<Payload> = (0..n)
+        .map(|_| Payload {
+            version: VERSION,
+            ..Payload::default()
+        })
+        .collect();
+    for (name, history) in containers {
+        for (i, payload) in out.iter_mut().enumerate() {
+            let entry = payload.containers.entry(name.to_string()).or_default();
+            if i == 0 {
+                entry.wide = Some(history.wide.to_checkpoint());
+            }
+        }
+        for (value, state) in &history.groups {
+            if let Some(p) = out.get_mut(shard_of(value, n)) {
+                let entry = p.containers.entry(name.to_string()).or_default();
+                entry.groups.insert(value.to_string(), state.to_checkpoint());
+            }
+        }
+    }
+    for (key, pod) in pods {
+        let Some(p) = out.get_mut(shard_of(&pod.value, n)) else {
+            continue;
+        };
+        let name = key.split_once('/').map_or(key.as_str(), |(_, n)| n);
+        p.pods.insert(
+            name.to_owned(),
+            PodPayload {
+                scope_value: pod.value.to_string(),
+                containers: pod
+                    .containers
+                    .iter()
+                    .map(|(c, m, s)| (c.to_string(), *m, *s))
+                    .collect(),
+            },
+        );
+    }
+    out
+}
+
+/// The checkpoint objects of every VPA in `history`, stamped `written_at`
+/// (RFC 3339), which tells a complete set from a half-written one.
+///
+/// # Errors
+/// A VPA whose history does not fit in 4,096 shards.
+pub fn checkpoints(history: &History, written_at: &str) -> Result<Vec<Value>, CheckpointError> {
+    let mut by_vpa: HashMap<&VpaKey, Vec<(&String, &PodHistory)>> = HashMap::new();
+    for (key, pod) in &history.pods {
+        by_vpa.entry(&pod.vpa).or_default().push((key, pod));
+    }
+    let mut vpas: Vec<_> = history.vpas.iter().collect();
+    vpas.sort_unstable_by(|a, b| a.0.cmp(b.0));
+    let mut objects = Vec::new();
+    for (vpa, containers) in vpas {
+        let pods = by_vpa.get(vpa).map_or(&[][..], Vec::as_slice);
+        let (namespace, name) = vpa.split_once('/').unwrap_or(("", vpa));
+        let mut n = 1;
+        let texts = loop {
+            let texts: Vec<String> = payloads(containers, pods, n)
+                .iter()
+                .map(|p| serde_json::to_string(p).unwrap_or_default())
+                .collect();
+            if texts.iter().all(|t| t.len() <= SHARD_LIMIT) {
+                break texts;
+            }
+            n *= 2;
+            if n > 4096 {
+                return Err(CheckpointError::TooLarge {
+                    vpa: vpa.to_string(),
+                    shards: 4096,
+                });
+            }
+        };
+        for (i, data) in texts.into_iter().enumerate() {
+            objects.push(json!({
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "metadata": {
+                    "name": object_name(name, i, n),
+                    "namespace": namespace,
+                    "labels": {"app.kubernetes.io/managed-by": "nodescope-recommender"},
+                },
+                "spec": {
+                    "vpaName": name,
+                    "shard": i,
+                    "shards": n,
+                    "writtenAt": written_at,
+                    "data": data,
+                },
+            }));
+        }
+    }
+    Ok(objects)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Spec {
+    vpa_name: String,
+    shard: usize,
+    shards: usize,
+    written_at: String,
+    data: String,
+}
+
+/// Rebuilds the model from checkpoint objects. For each VPA the newest
+/// complete set (every shard of one write) is read; an older or partial set
+/// left by a writer that died mid-write is ignored.
+///
+/// # Errors
+/// A checkpoint of the newest complete set that cannot be read.
+pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, CheckpointError> {
+    type SetKey = (String, String, String, usize);
+    let mut sets: BTreeMap<SetKey, BTreeMap<usize, (String, Spec)>> = BTreeMap::new();
+    for object in objects {
+        let name = crate::manifest::object_ref(object);
+        let namespace = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let spec: Spec = object
+            .get("spec")
+            .cloned()
+            .ok_or_else(|| "no spec".to_owned())
+            .and_then(|s| serde_json::from_value(s).map_err(|e| e.to_string()))
+            .map_err(|reason| CheckpointError::Invalid {
+                object: name.clone(),
+                reason,
+            })?;
+        sets.entry((namespace, spec.vpa_name.clone(), spec.written_at.clone(), spec.shards))
+            .or_default()
+            .insert(spec.shard, (name, spec));
+    }
+    let mut newest: BTreeMap<(String, String), BTreeMap<usize, (String, Spec)>> = BTreeMap::new();
+    // Ascending by writtenAt (RFC 3339 in UTC sorts as time), so the last
+    // complete set of a VPA wins.
+    for ((namespace, vpa, _, n), shards) in sets {
+        if shards.len() == n && shards.keys().copied().eq(0..n) {
+            newest.insert((namespace, vpa), shards);
+        }
+    }
+    let mut history = History::default();
+    for ((namespace, vpa), shards) in newest {
+        let key: VpaKey = Arc::from(format!("{namespace}/{vpa}"));
+        for (object, spec) in shards.into_values() {
+            let invalid = |reason: String| CheckpointError::Invalid {
+                object: object.clone(),
+                reason,
+            };
+            let payload: Payload =
+                serde_json::from_str(&spec.data).map_err(|e| invalid(format!("spec.data: {e}")))?;
+            if payload.version != VERSION {
+                return Err(invalid(format!(
+                    "spec.data: version {} (this recommender reads {VERSION})",
+                    payload.version
+                )));
+            }
+            let load = |c: &AggregateCheckpoint| {
+                AggregateContainerState::from_checkpoint(&config.history, c).map_err(|source| {
+                    CheckpointError::Histogram {
+                        object: object.clone(),
+                        source,
+                    }
+                })
+            };
+            for (name, container) in payload.containers {
+                let entry = history.container_entry(&key, &name);
+                if let Some(wide) = &container.wide {
+                    entry.wide = load(wide)?;
+                }
+                for (value, state) in &container.groups {
+                    let value = history.intern_value(value);
+                    let state = load(state)?;
+                    history.container_entry(&key, &name).groups.insert(value, state);
+                }
+            }
+            for (pod, p) in payload.pods {
+                history.restore_pod(&key, &format!("{namespace}/{pod}"), &p.scope_value, p.containers);
+            }
+        }
+    }
+    Ok(history)
+}
