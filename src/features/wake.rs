@@ -1,10 +1,14 @@
 //! What wakes the controller between periods: a change to a Feature, a
 //! gating policy or binding, or any object of the kinds the last pass
 //! listed. Each change only triggers a pass; the pass re-reads everything,
-//! so a missed or doubled event costs nothing but time.
+//! so a missed or doubled event costs nothing but time. That a change
+//! happened is all a watch has to say, so the watches carry metadata only:
+//! a pod's full object, fetched for every churning pod, would be thrown
+//! away.
 
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
+use kube::core::PartialObjectMeta;
 use kube::discovery::ApiResource;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
@@ -89,11 +93,14 @@ impl Drop for Wakers {
     }
 }
 
-/// A watch of every object of `resource` that wakes on each change; the
-/// initial listing is not a change (the pass that asked for the watch has
-/// just read it). Errors back off and re-watch.
+/// A metadata-only watch of every object of `resource` that wakes on each
+/// change; the initial listing is not a change (the pass that asked for the
+/// watch has just read it). Errors back off and re-watch.
 fn spawn(client: &Client, resource: ApiResource, notify: &Arc<Notify>) -> JoinHandle<()> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    // `Api<PartialObjectMeta<_>>` lists and watches as
+    // PartialObjectMetadata (kube's `metadata_watcher`, deprecated in
+    // favour of this).
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client.clone(), &resource);
     let notify = Arc::clone(notify);
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())
