@@ -55,7 +55,9 @@ fn at(minute: i64) -> Timestamp {
 
 /// A cheap deterministic noise in [-1, 1).
 fn noise(seed: u64) -> f64 {
-    let x = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+    let x = seed
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
     ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
 }
 
@@ -103,7 +105,10 @@ fn run(nodes: usize) {
                 name: format!("{}-{n}", v.name),
                 daemonset: v.daemonset.clone(),
                 node: Some(format!("node-{n}")),
-                containers: CONTAINERS.iter().map(|c| ((*c).to_owned(), 256 << 20)).collect(),
+                containers: CONTAINERS
+                    .iter()
+                    .map(|c| ((*c).to_owned(), 256 << 20))
+                    .collect(),
                 oom_kills: Vec::new(),
             })
         })
@@ -126,15 +131,31 @@ fn run(nodes: usize) {
     // One interval: 1,000,000 container samples (CPU and memory each).
     let interval = usage(&pods, 7 * 24 * 60 + 1);
     let cpu = thread_cpu();
-    let ingested = history.observe(config, &vpas, &pods, &NodeIndex::default(), &interval, at(7 * 24 * 60 + 1));
+    let ingested = history.observe(
+        config,
+        &vpas,
+        &pods,
+        &NodeIndex::default(),
+        &interval,
+        at(7 * 24 * 60 + 1),
+    );
     let ingest = thread_cpu() - cpu;
     let counts = history.pod_counts();
     let cpu = thread_cpu();
     let mut groups = 0usize;
     for v in &vpas {
         let key = format!("{}/{}", v.namespace, v.name);
-        let status = vpa_status(&replay.status, v, history.vpas.get(key.as_str()), counts.get(key.as_str()).copied().unwrap_or(0), at(7 * 24 * 60 + 1));
-        groups += status.get("recommendationGroups").and_then(|g| g.as_array()).map_or(0, Vec::len);
+        let status = vpa_status(
+            &replay.status,
+            v,
+            history.vpas.get(key.as_str()),
+            counts.get(key.as_str()).copied().unwrap_or(0),
+            at(7 * 24 * 60 + 1),
+        );
+        groups += status
+            .get("recommendationGroups")
+            .and_then(|g| g.as_array())
+            .map_or(0, Vec::len);
     }
     let recompute = thread_cpu() - cpu;
     let after = rss_mib();
@@ -162,7 +183,13 @@ fn usage(pods: &[TrackedPod], minute: i64) -> Vec<PodUsage> {
             timestamp: at(minute),
             containers: CONTAINERS
                 .iter()
-                .map(|c| ((*c).to_owned(), 50 + (i % 50) as i64, 200_000_000 + i as i64))
+                .map(|c| {
+                    (
+                        (*c).to_owned(),
+                        50 + (i % 50) as i64,
+                        200_000_000 + i as i64,
+                    )
+                })
                 .collect(),
         })
         .collect()
@@ -179,8 +206,10 @@ fn main() {
     }
     let exe = std::env::current_exe().unwrap_or_default();
     for nodes in [500, 5_000, 50_000] {
-        let status = std::process::Command::new(&exe).arg(nodes.to_string()).status();
-        if !status.is_ok_and(|s| s.success()) {
+        let status = std::process::Command::new(&exe)
+            .arg(nodes.to_string())
+            .status();
+        if !status.as_ref().is_ok_and(|s| s.success()) {
             eprintln!("recommend bench at {nodes} nodes failed: {status:?}");
             std::process::exit(1);
         }

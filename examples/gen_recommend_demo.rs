@@ -76,7 +76,10 @@ fn main() -> std::io::Result<()> {
         }
         let list = json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": items});
         let text = serde_json::to_string_pretty(&list).unwrap_or_default() + "\n";
-        std::fs::write(dir.join(format!("metrics/2026-11-25T{:02}.json", 8 + hour)), text)?;
+        std::fs::write(
+            dir.join(format!("metrics/2026-11-25T{:02}.json", 8 + hour)),
+            text,
+        )?;
     }
     println!("wrote {}", dir.display());
     Ok(())

@@ -116,8 +116,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 .enable_all()
                 .build()
                 .context("starting the async runtime")?;
-            let _ = runtime; //TEMP
-            anyhow::bail!("TEMP");
+            runtime
+                .block_on(cli::recommend::run_cluster(&args))
+                .context("recommend")?;
             Ok(ExitCode::SUCCESS)
         }
     }

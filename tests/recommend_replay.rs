@@ -86,13 +86,19 @@ fn write(path: &Path, value: &Value) {
 /// The week in files: `dir/store/`, and `dir/metrics/{a,b}/`, split at
 /// minute `split` (mid-day, mid memory window).
 fn recorded(dir: &Path, split: u64) {
-    write(&dir.join("store/cluster.json"), &json!({"apiVersion": "v1", "kind": "List", "items": store()}));
+    write(
+        &dir.join("store/cluster.json"),
+        &json!({"apiVersion": "v1", "kind": "List", "items": store()}),
+    );
     let mut day = 0;
     while day * 1440 < WEEK {
         let (from, to) = (day * 1440, ((day + 1) * 1440).min(WEEK));
         for (half, range) in [("a", from..to.min(split)), ("b", from.max(split)..to)] {
             if !range.is_empty() {
-                write(&dir.join(format!("metrics/{half}/day-{day}.json")), &metrics(range));
+                write(
+                    &dir.join(format!("metrics/{half}/day-{day}.json")),
+                    &metrics(range),
+                );
             }
         }
         day += 1;
@@ -147,7 +153,16 @@ fn a_week_on_three_node_shapes_gives_three_groups_with_the_hand_computed_targets
     recorded(dir.path(), 5000);
     let store = format!("file:{}", dir.path().join("store").display());
     let metrics = format!("file:{}", dir.path().join("metrics").display());
-    let status = vpa_status(&nodescope(&["recommend", "--store", &store, "--metrics", &metrics, "--once", "-o", "json"]));
+    let status = vpa_status(&nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics,
+        "--once",
+        "-o",
+        "json",
+    ]));
     // The killed pod's window peak (2280Mi) is the large group's highest:
     // 7 windows × 2 pods, one of them 2280Mi, so the 90th percentile is
     // still 1900Mi's bucket.
@@ -157,7 +172,11 @@ fn a_week_on_three_node_shapes_gives_three_groups_with_the_hand_computed_targets
     };
     assert_eq!(
         status["recommendationGroups"],
-        json!([group("large", 700, 1900), group("medium", 200, 800), group("small", 50, 300)]),
+        json!([
+            group("large", 700, 1900),
+            group("medium", 200, 800),
+            group("small", 50, 300)
+        ]),
         "{status:#}"
     );
     // Hand values, for the reader: 63m/380258471, 247m/…, 813m/….
@@ -166,7 +185,10 @@ fn a_week_on_three_node_shapes_gives_three_groups_with_the_hand_computed_targets
     assert_eq!(cpu_target(700), "813m");
     // DaemonSet-wide: the 90th percentile of all six pods is the large
     // shape's bucket.
-    assert_eq!(status["recommendation"]["containerRecommendations"][0]["target"]["cpu"], cpu_target(700));
+    assert_eq!(
+        status["recommendation"]["containerRecommendations"][0]["target"]["cpu"],
+        cpu_target(700)
+    );
     assert_eq!(status["observedGeneration"], 3);
     let provided = status["conditions"]
         .as_array()
@@ -186,15 +208,55 @@ fn a_restart_from_checkpoints_half_way_writes_what_an_uninterrupted_run_writes()
     let a = format!("file:{}", dir.path().join("metrics/a").display());
     let b = format!("file:{}", dir.path().join("metrics/b").display());
     let checkpoints = format!("file:{}", dir.path().join("checkpoints").display());
-    let uninterrupted = nodescope(&["recommend", "--store", &store, "--metrics", &all, "-o", "json"]);
-    nodescope(&["recommend", "--store", &store, "--metrics", &a, "--checkpoints", &checkpoints, "-o", "json"]);
+    let uninterrupted = nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &all,
+        "-o",
+        "json",
+    ]);
+    nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &a,
+        "--checkpoints",
+        &checkpoints,
+        "-o",
+        "json",
+    ]);
     let written: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
-        .map(|d| d.filter_map(Result::ok).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     assert_eq!(written, vec!["monitoring.agent-0-of-1.json".to_owned()]);
-    let resumed = nodescope(&["recommend", "--store", &store, "--metrics", &b, "--checkpoints", &checkpoints, "-o", "json"]);
+    let resumed = nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &b,
+        "--checkpoints",
+        &checkpoints,
+        "-o",
+        "json",
+    ]);
     assert_eq!(resumed, uninterrupted);
     // Without the checkpoint the second half alone says something else.
-    let cold = nodescope(&["recommend", "--store", &store, "--metrics", &b, "-o", "json"]);
+    let cold = nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &b,
+        "-o",
+        "json",
+    ]);
     assert_ne!(cold, uninterrupted);
 }

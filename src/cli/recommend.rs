@@ -226,7 +226,11 @@ fn file_source<'a>(flag: &str, value: &'a str) -> Result<Option<&'a Path>, Strin
         None if value == "none" && flag == "checkpoints" => Ok(None),
         None => Err(format!(
             "--{flag} {value:?}: expected kube or file:PATH{}",
-            if flag == "checkpoints" { " or none" } else { "" }
+            if flag == "checkpoints" {
+                " or none"
+            } else {
+                ""
+            }
         )),
     }
 }
@@ -242,7 +246,10 @@ pub fn is_offline(args: &RecommendArgs) -> bool {
 /// # Errors
 /// Bad flags or unreadable inputs, as one sentence naming the file.
 pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCode, String> {
-    let demo = args.demo.then(crate::cli::demo::recommend_data).transpose()?;
+    let demo = args
+        .demo
+        .then(crate::cli::demo::recommend_data)
+        .transpose()?;
     let (store, metrics) = match &demo {
         Some(dir) => (dir.path().join("store"), dir.path().join("metrics")),
         None => {
@@ -272,7 +279,8 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     }
     let rendered = match args.output {
         Output::Json => {
-            let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": outcome.vpas});
+            let list =
+                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": outcome.vpas});
             serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n"
         }
         Output::Yaml => {
@@ -297,3 +305,93 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
+/// Why the cluster loop could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RecommendError {
+    #[error("{0}")]
+    Flags(String),
+    #[error("connecting to the cluster (kubeconfig or service account): {0}")]
+    Client(kube::Error),
+    #[error("cannot listen on {addr} (--address): {cause}")]
+    Bind {
+        addr: std::net::SocketAddr,
+        cause: std::io::Error,
+    },
+    #[error(transparent)]
+    Loop(#[from] crate::recommend::cluster::ClusterError),
+}
+
+/// Against the cluster: /metrics and /healthz on `--address`, and the loop
+/// until SIGTERM or Ctrl-C.
+///
+/// # Errors
+/// Flags that need a cluster set to files, no cluster, a busy address, or
+/// a Lease that cannot be read.
+pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
+    if args.checkpoints.as_deref().is_some_and(|c| c != "kube") {
+        return Err(RecommendError::Flags(
+            "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects)".into(),
+        ));
+    }
+    let client = kube::Client::try_default()
+        .await
+        .map_err(RecommendError::Client)?;
+    let metrics = crate::metrics::Metrics::new();
+    let listener = tokio::net::TcpListener::bind(args.running.address)
+        .await
+        .map_err(|cause| RecommendError::Bind {
+            addr: args.running.address,
+            cause,
+        })?;
+    let served = metrics.clone();
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = served.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.render(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok" }));
+    let server = tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::warn!(%error, "metrics listener stopped");
+        }
+    });
+    let config = crate::recommend::cluster::LoopConfig {
+        replay: args.upstream.replay(),
+        interval: args.upstream.recommender_interval,
+        checkpoint_interval: args.running.checkpoint_interval,
+        lease: crate::leader::LeaseConfig {
+            namespace: args.running.lease_namespace.clone(),
+            name: args.running.lease_name.clone(),
+            duration: args.running.lease_duration,
+        },
+        instance: args.running.instance.clone(),
+    };
+    let shutdown = async {
+        let mut sigterm =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = async {
+                match sigterm.as_mut() {
+                    Some(s) => { s.recv().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {}
+        }
+        tracing::info!("shutting down: last checkpoint, then the Lease is released");
+    };
+    let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
+    server.abort();
+    Ok(result?)
+}

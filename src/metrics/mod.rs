@@ -15,6 +15,9 @@ use prometheus_client::registry::Registry;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod recommender;
+pub use recommender::RecommenderMetrics;
+
 /// Which webhook answered; bounded so a caller cannot invent label values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum Webhook {
@@ -172,6 +175,7 @@ pub struct Metrics {
     store_errors: Family<StoreLabel, Counter>,
     policy_reloads: Family<ResultLabel, Counter>,
     leader: Family<LeaseLabel, Gauge>,
+    recommender: RecommenderMetrics,
 }
 
 impl Default for Metrics {
@@ -198,6 +202,8 @@ impl Metrics {
         let store_errors = Family::<StoreLabel, Counter>::default();
         let policy_reloads = Family::<ResultLabel, Counter>::default();
         let leader = Family::<LeaseLabel, Gauge>::default();
+        let recommender = RecommenderMetrics::default();
+        recommender.register(&mut registry);
         let build_info = Family::<VersionLabel, Gauge>::default();
         build_info
             .get_or_create(&VersionLabel {
@@ -253,6 +259,7 @@ impl Metrics {
             store_errors,
             policy_reloads,
             leader,
+            recommender,
         }
     }
 
@@ -323,6 +330,26 @@ impl Metrics {
                 lease: lease.to_owned(),
             })
             .set(i64::from(leading));
+    }
+
+    /// One recommender interval: samples taken and dropped, keys held.
+    pub fn recommender_ingested(&self, samples: u64, dropped: u64, keys: usize) {
+        self.recommender.ingested(samples, dropped, keys);
+    }
+
+    /// Counts a VPA status write.
+    pub fn recommendation_write(&self, ok: bool) {
+        self.recommender.status_write(ok);
+    }
+
+    /// Counts a checkpoint object write.
+    pub fn checkpoint_write(&self, ok: bool) {
+        self.recommender.checkpoint_write(ok);
+    }
+
+    /// Whether the recommender's metrics source answered.
+    pub fn recommender_metrics_source(&self, up: bool) {
+        self.recommender.source(up);
     }
 
     /// Renders the Prometheus text exposition format.

@@ -17,9 +17,9 @@
 //! the object's size is the payload's.
 
 use super::aggregate::{AggregateCheckpoint, AggregateContainerState};
-use super::HistogramError;
 use super::container::ContainerState;
 use super::model::{ContainerHistory, History, ModelConfig, PodHistory, VpaKey};
+use super::HistogramError;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, HashMap};
@@ -121,7 +121,9 @@ fn payloads(
         for (value, state) in &history.groups {
             if let Some(p) = out.get_mut(shard_of(value, n)) {
                 let entry = p.containers.entry(name.to_string()).or_default();
-                entry.groups.insert(value.to_string(), state.to_checkpoint());
+                entry
+                    .groups
+                    .insert(value.to_string(), state.to_checkpoint());
             }
         }
     }
@@ -235,9 +237,14 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
                 object: name.clone(),
                 reason,
             })?;
-        sets.entry((namespace, spec.vpa_name.clone(), spec.written_at.clone(), spec.shards))
-            .or_default()
-            .insert(spec.shard, (name, spec));
+        sets.entry((
+            namespace,
+            spec.vpa_name.clone(),
+            spec.written_at.clone(),
+            spec.shards,
+        ))
+        .or_default()
+        .insert(spec.shard, (name, spec));
     }
     let mut newest: BTreeMap<(String, String), BTreeMap<usize, (String, Spec)>> = BTreeMap::new();
     // Ascending by writtenAt (RFC 3339 in UTC sorts as time), so the last
@@ -279,11 +286,19 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
                 for (value, state) in &container.groups {
                     let value = history.intern_value(value);
                     let state = load(state)?;
-                    history.container_entry(&key, &name).groups.insert(value, state);
+                    history
+                        .container_entry(&key, &name)
+                        .groups
+                        .insert(value, state);
                 }
             }
             for (pod, p) in payload.pods {
-                history.restore_pod(&key, &format!("{namespace}/{pod}"), &p.scope_value, p.containers);
+                history.restore_pod(
+                    &key,
+                    &format!("{namespace}/{pod}"),
+                    &p.scope_value,
+                    p.containers,
+                );
             }
         }
     }

@@ -68,7 +68,12 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
 }
 
 fn vpa_resource() -> ApiResource {
-    resource("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler", "verticalpodautoscalers")
+    resource(
+        "autoscaling.k8s.io",
+        "v1",
+        "VerticalPodAutoscaler",
+        "verticalpodautoscalers",
+    )
 }
 
 fn pod_metrics_resource() -> ApiResource {
@@ -76,7 +81,12 @@ fn pod_metrics_resource() -> ApiResource {
 }
 
 fn checkpoint_resource() -> ApiResource {
-    resource("nodescope.dev", "v1alpha1", KIND, "recommendationcheckpoints")
+    resource(
+        "nodescope.dev",
+        "v1alpha1",
+        KIND,
+        "recommendationcheckpoints",
+    )
 }
 
 fn to_value(object: &DynamicObject, kind: &str) -> Value {
@@ -91,16 +101,22 @@ fn to_value(object: &DynamicObject, kind: &str) -> Value {
 /// resourceVersion each was read at.
 async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
-    let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
-        what: "verticalpodautoscalers.autoscaling.k8s.io",
-        source,
-    })?;
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| ClusterError::List {
+            what: "verticalpodautoscalers.autoscaling.k8s.io",
+            source,
+        })?;
     let mut out = Vec::new();
     for object in &list.items {
         let value = to_value(object, "VerticalPodAutoscaler");
         match ScopedVpa::from_value(&value) {
             Ok(Some(vpa)) if vpa.is_for(name) => {
-                out.push((vpa, object.metadata.resource_version.clone().unwrap_or_default()));
+                out.push((
+                    vpa,
+                    object.metadata.resource_version.clone().unwrap_or_default(),
+                ));
             }
             Ok(_) => {}
             Err(error) => tracing::warn!(%error, "VPA left out"),
@@ -115,10 +131,13 @@ async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage
     for ns in namespaces {
         let api: Api<DynamicObject> =
             Api::namespaced_with(client.clone(), ns, &pod_metrics_resource());
-        let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
-            what: "pods.metrics.k8s.io",
-            source,
-        })?;
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| ClusterError::List {
+                what: "pods.metrics.k8s.io",
+                source,
+            })?;
         for item in &list.items {
             match PodUsage::from_value(&to_value(item, "PodMetrics")) {
                 Ok(usage) => out.push(usage),
@@ -132,10 +151,13 @@ async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage
 /// The history the last leader checkpointed.
 async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
-    let list = api.list(&ListParams::default()).await.map_err(|source| ClusterError::List {
-        what: "recommendationcheckpoints.nodescope.dev",
-        source,
-    })?;
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| ClusterError::List {
+            what: "recommendationcheckpoints.nodescope.dev",
+            source,
+        })?;
     let objects: Vec<Value> = list.items.iter().map(|o| to_value(o, KIND)).collect();
     Ok(checkpoint::restore(&replay.model, &objects)?)
 }
@@ -152,9 +174,16 @@ async fn write_checkpoints(
     let params = PatchParams::apply("nodescope-recommender").force();
     let mut written = HashSet::new();
     for object in &objects {
-        let ns = object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default();
-        let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
+        let ns = object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
         match api.patch(name, &params, &Patch::Apply(object)).await {
             Ok(_) => metrics.checkpoint_write(true),
             Err(error) => {
@@ -199,10 +228,15 @@ async fn write_status(
         {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
         {"op": "add", "path": "/status", "value": status},
     ]);
-    let patch: json_patch::Patch = serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
-    api.patch_status(&vpa.name, &PatchParams::default(), &Patch::<()>::Json(patch))
-        .await
-        .map(|_| ())
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
+    api.patch_status(
+        &vpa.name,
+        &PatchParams::default(),
+        &Patch::<()>::Json(patch),
+    )
+    .await
+    .map(|_| ())
 }
 
 /// One interval: read, compute, write the statuses that changed. Returns
@@ -232,7 +266,11 @@ async fn interval(
         }
     };
     metrics.recommender_metrics_source(true);
-    let now = usage.iter().map(|u| u.timestamp).max().unwrap_or_else(Timestamp::now);
+    let now = usage
+        .iter()
+        .map(|u| u.timestamp)
+        .max()
+        .unwrap_or_else(Timestamp::now);
     let scoped: Vec<ScopedVpa> = vpas.iter().map(|(v, _)| v.clone()).collect();
     let ingested = history.observe(
         &config.replay.model,
@@ -311,7 +349,11 @@ pub async fn run(
             Some(model) => model,
             None => match restore(&client, &config.replay).await {
                 Ok(restored) => {
-                    tracing::info!(keys = restored.keys(), pods = restored.pods.len(), "leading: history restored from checkpoints");
+                    tracing::info!(
+                        keys = restored.keys(),
+                        pods = restored.pods.len(),
+                        "leading: history restored from checkpoints"
+                    );
                     last_checkpoint = tokio::time::Instant::now();
                     history.insert(restored)
                 }
@@ -325,7 +367,8 @@ pub async fn run(
             tracing::warn!(%error, "interval failed; retrying next interval");
         }
         if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
-            if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await {
+            if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await
+            {
                 tracing::warn!(%error, "checkpoints not written");
             }
             last_checkpoint = tokio::time::Instant::now();

@@ -98,7 +98,12 @@ fn timestamp(ms: i64) -> Option<Timestamp> {
 impl ContainerState {
     /// `addCPUSample`: drops a sample that is not newer than the last one.
     /// Returns whether it was taken.
-    pub fn add_cpu_sample(&mut self, sinks: &mut impl Aggregator, millicores: i64, at: Timestamp) -> bool {
+    pub fn add_cpu_sample(
+        &mut self,
+        sinks: &mut impl Aggregator,
+        millicores: i64,
+        at: Timestamp,
+    ) -> bool {
         let ms = millis(at);
         if millicores < 0 || ms <= self.last_cpu_ms {
             return false;

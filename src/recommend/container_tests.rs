@@ -2,6 +2,9 @@
 //! case for case: its mock histograms become a recorder of the calls, and
 //! each test asserts the exact sequence upstream's mock expects.
 
+// upstream's test values are 3.14 and 6.28 cores, not π and τ.
+#![allow(clippy::approx_constant)]
+
 use super::*;
 
 const MB: i64 = 1024 * 1024;
@@ -56,7 +59,11 @@ fn mb(n: i64) -> f64 {
 
 #[test]
 fn aggregate_container_usage_samples() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     let step = DAY_MS / 2;
     let t = t0();
     assert!(c.add_cpu_sample(&mut r, 3140, at(t)));
@@ -86,14 +93,22 @@ fn aggregate_container_usage_samples() {
 
 #[test]
 fn record_oom_increased_by_bump_up() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.record_oom(&mut r, &p, at(t0()), 1000 * MB));
     assert_eq!(r.0, vec![Call::Add(mb(1200), t0() + DAY_MS)]);
 }
 
 #[test]
 fn record_oom_dont_run_away() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     let end = t0() + DAY_MS;
     assert!(c.record_oom(&mut r, &p, at(t0()), 1000 * MB));
     // Smaller OOMs do not change the peak.
@@ -113,14 +128,22 @@ fn record_oom_dont_run_away() {
 
 #[test]
 fn record_oom_increased_by_min() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.record_oom(&mut r, &p, at(t0()), MB));
     assert_eq!(r.0, vec![Call::Add(mb(101), t0() + DAY_MS)]);
 }
 
 #[test]
 fn record_oom_maxed_with_known_sample() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     let end = t0() + DAY_MS;
     assert!(c.add_memory_sample(&mut r, &p, 3000 * MB, at(t0()), false));
     assert!(c.record_oom(&mut r, &p, at(t0()), 1000 * MB));
@@ -136,7 +159,11 @@ fn record_oom_maxed_with_known_sample() {
 
 #[test]
 fn record_oom_discards_old_sample() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 1000 * MB, at(t0()), false));
     assert!(!c.record_oom(&mut r, &p, at(t0() - 30 * HOUR_MS), 1000 * MB));
     assert_eq!(r.0, vec![Call::Add(mb(1000), t0() + DAY_MS)]);
@@ -144,7 +171,11 @@ fn record_oom_discards_old_sample() {
 
 #[test]
 fn record_oom_in_new_window() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 2000 * MB, at(t0()), false));
     assert!(c.record_oom(&mut r, &p, at(t0() + 2 * DAY_MS), 1000 * MB));
     assert_eq!(
@@ -158,7 +189,11 @@ fn record_oom_in_new_window() {
 
 #[test]
 fn record_oom_fresh_oom_near_window_boundary_is_not_discarded() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     let boundary = t0() + DAY_MS;
     let end = t0() + 2 * DAY_MS;
     assert!(c.add_memory_sample(&mut r, &p, 100 * MB, at(t0()), false));
@@ -177,7 +212,11 @@ fn record_oom_fresh_oom_near_window_boundary_is_not_discarded() {
 
 #[test]
 fn memory_samples_with_custom_aggregation_interval() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(HOUR_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(HOUR_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 5, at(t0()), false));
     assert!(c.add_memory_sample(&mut r, &p, 10, at(t0() + 2 * HOUR_MS), false));
     assert_eq!(
@@ -191,7 +230,11 @@ fn memory_samples_with_custom_aggregation_interval() {
 
 #[test]
 fn memory_peak_update_within_custom_interval() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(HOUR_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(HOUR_MS),
+    );
     let end = t0() + HOUR_MS;
     assert!(c.add_memory_sample(&mut r, &p, 5, at(t0()), false));
     assert!(c.add_memory_sample(&mut r, &p, 10, at(t0() + HOUR_MS / 2), false));
@@ -207,7 +250,11 @@ fn memory_peak_update_within_custom_interval() {
 
 #[test]
 fn record_oom_discards_old_sample_with_custom_interval() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(HOUR_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(HOUR_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 1000 * MB, at(t0()), false));
     assert!(!c.record_oom(&mut r, &p, at(t0() - 2 * HOUR_MS), 1000 * MB));
     assert_eq!(r.0, vec![Call::Add(mb(1000), t0() + HOUR_MS)]);
@@ -215,7 +262,11 @@ fn record_oom_discards_old_sample_with_custom_interval() {
 
 #[test]
 fn record_oom_in_new_window_with_custom_interval() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(HOUR_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(HOUR_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 2000 * MB, at(t0()), false));
     assert!(c.record_oom(&mut r, &p, at(t0() + 2 * HOUR_MS), 1000 * MB));
     assert_eq!(
@@ -231,7 +282,11 @@ fn record_oom_in_new_window_with_custom_interval() {
 fn record_oom_discards_old_sample_with_default_interval_three_back() {
     // upstream TestRecordOOMDiscardsOldSampleWithCustomIntervalCount: the
     // count does not enter the staleness check, the interval does.
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.add_memory_sample(&mut r, &p, 1000 * MB, at(t0()), false));
     assert!(!c.record_oom(&mut r, &p, at(t0() - 3 * DAY_MS), 1000 * MB));
     assert_eq!(r.0, vec![Call::Add(mb(1000), t0() + DAY_MS)]);
@@ -239,7 +294,11 @@ fn record_oom_discards_old_sample_with_default_interval_three_back() {
 
 #[test]
 fn a_kill_seen_again_is_recorded_once() {
-    let (mut c, mut r, p) = (ContainerState::default(), Recorder::default(), peaks(DAY_MS));
+    let (mut c, mut r, p) = (
+        ContainerState::default(),
+        Recorder::default(),
+        peaks(DAY_MS),
+    );
     assert!(c.record_oom_once(&mut r, &p, at(t0()), 1000 * MB));
     assert!(!c.record_oom_once(&mut r, &p, at(t0()), 2000 * MB));
     assert_eq!(r.0, vec![Call::Add(mb(1200), t0() + DAY_MS)]);

@@ -85,8 +85,9 @@ impl ScopedVpa {
         let object = crate::manifest::object_ref(value);
         let vpa: VpaObject = serde_json::from_value(value.clone())
             .map_err(|e| input_error(&object, "spec", e.to_string()))?;
-        let Some(scope) = ScopeKey::parse(vpa.spec.scope.as_deref().unwrap_or_default(), |s| Arc::from(s))
-        else {
+        let Some(scope) = ScopeKey::parse(vpa.spec.scope.as_deref().unwrap_or_default(), |s| {
+            Arc::from(s)
+        }) else {
             return Ok(None);
         };
         let Some(target) = vpa.spec.target_ref.as_ref() else {
@@ -174,21 +175,26 @@ fn container_policy(
             ))
         }
     };
-    let list = |name: &str, texts: &Option<BTreeMap<String, Value>>| -> Result<ResourceList, InputError> {
-        let mut out = ResourceList::new();
-        for (resource, value) in texts.iter().flatten() {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                other => other.to_string(),
-            };
-            let q = text.parse::<Quantity>().map_err(|e| {
-                input_error(object, &format!("{}.{resource}", field(name)), e.to_string())
-            })?;
-            out.insert(resource.clone(), q);
-        }
-        Ok(out)
-    };
+    let list =
+        |name: &str, texts: &Option<BTreeMap<String, Value>>| -> Result<ResourceList, InputError> {
+            let mut out = ResourceList::new();
+            for (resource, value) in texts.iter().flatten() {
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    other => other.to_string(),
+                };
+                let q = text.parse::<Quantity>().map_err(|e| {
+                    input_error(
+                        object,
+                        &format!("{}.{resource}", field(name)),
+                        e.to_string(),
+                    )
+                })?;
+                out.insert(resource.clone(), q);
+            }
+            Ok(out)
+        };
     policy.min_allowed = list("minAllowed", &p.min_allowed)?;
     policy.max_allowed = list("maxAllowed", &p.max_allowed)?;
     if let Some(r) = &p.controlled_resources {
@@ -306,7 +312,11 @@ impl TrackedPod {
         let mut oom_kills = Vec::new();
         for (i, s) in pod.status.container_statuses.iter().enumerate() {
             for (field, state) in [("state", &s.state), ("lastState", &s.last_state)] {
-                let Some(t) = state.terminated.as_ref().filter(|t| t.reason == "OOMKilled") else {
+                let Some(t) = state
+                    .terminated
+                    .as_ref()
+                    .filter(|t| t.reason == "OOMKilled")
+                else {
                     continue;
                 };
                 let Some(text) = &t.finished_at else { continue };

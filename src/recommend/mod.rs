@@ -30,7 +30,7 @@
 pub mod aggregate;
 pub mod checkpoint;
 pub mod checkpoints;
-//TEMP pub mod cluster;
+pub mod cluster;
 pub mod container;
 pub mod estimate;
 mod gomath;

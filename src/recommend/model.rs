@@ -191,11 +191,14 @@ impl History {
             .iter()
             .map(|(name, memory)| (self.intern(name), *memory))
             .collect();
-        let entry = self.pods.entry(key.to_owned()).or_insert_with(|| PodHistory {
-            vpa: vpa_key.clone(),
-            value: value.clone(),
-            containers: Vec::new(),
-        });
+        let entry = self
+            .pods
+            .entry(key.to_owned())
+            .or_insert_with(|| PodHistory {
+                vpa: vpa_key.clone(),
+                value: value.clone(),
+                containers: Vec::new(),
+            });
         if entry.vpa != vpa_key || entry.value != value {
             entry.vpa = vpa_key.clone();
             entry.value = value.clone();
@@ -286,8 +289,10 @@ impl History {
         let Some(pod) = self.pods.get_mut(key) else {
             return false;
         };
-        let Some((name, request, state)) =
-            pod.containers.iter_mut().find(|(n, _, _)| **n == *container)
+        let Some((name, request, state)) = pod
+            .containers
+            .iter_mut()
+            .find(|(n, _, _)| **n == *container)
         else {
             return false;
         };
@@ -323,7 +328,8 @@ impl History {
             });
             keep_vpa.insert(vpa.clone(), !containers.is_empty());
         }
-        self.vpas.retain(|vpa, _| keep_vpa.get(vpa).copied().unwrap_or(false));
+        self.vpas
+            .retain(|vpa, _| keep_vpa.get(vpa).copied().unwrap_or(false));
     }
 
     /// How many tracked pods each VPA has (upstream's `PodCount`, behind

@@ -69,13 +69,25 @@ fn samples(h: &History, value: &str) -> u64 {
 #[test]
 fn samples_go_to_the_group_of_the_nodes_label_value_and_to_the_daemonset() {
     let mut h = History::default();
-    let pods = [pod("p1", "n1"), pod("p2", "n2"), pod("p3", "n3"), pod("p4", "n4")];
+    let pods = [
+        pod("p1", "n1"),
+        pod("p2", "n2"),
+        pod("p3", "n3"),
+        pod("p4", "n4"),
+    ];
     let u: Vec<_> = ["p1", "p2", "p3", "p4"]
         .iter()
         .map(|p| usage(p, 0, 100, 100 << 20))
         .collect();
     let stats = h.observe(&config(), &[vpa("zone")], &pods, &nodes(), &u, at(0));
-    assert_eq!(stats, Ingested { samples: 8, dropped: 0, ooms: 0 });
+    assert_eq!(
+        stats,
+        Ingested {
+            samples: 8,
+            dropped: 0,
+            ooms: 0
+        }
+    );
     assert_eq!(samples(&h, "a"), 2);
     assert_eq!(samples(&h, "b"), 1);
     assert_eq!(samples(&h, "__absent__"), 1);
@@ -90,7 +102,14 @@ fn a_node_scope_groups_by_node_name_without_node_labels() {
     let mut h = History::default();
     let pods = [pod("p1", "n1"), pod("p9", "unknown-node")];
     let u = [usage("p1", 0, 100, 1 << 20), usage("p9", 0, 100, 1 << 20)];
-    h.observe(&config(), &[vpa("node")], &pods, &NodeIndex::default(), &u, at(0));
+    h.observe(
+        &config(),
+        &[vpa("node")],
+        &pods,
+        &NodeIndex::default(),
+        &u,
+        at(0),
+    );
     assert_eq!(samples(&h, "n1"), 1);
     assert_eq!(samples(&h, "unknown-node"), 1);
 }
@@ -99,7 +118,14 @@ fn a_node_scope_groups_by_node_name_without_node_labels() {
 fn a_pod_on_a_node_the_store_does_not_know_is_not_tracked_under_a_label_scope() {
     let mut h = History::default();
     let pods = [pod("p9", "unknown-node")];
-    let stats = h.observe(&config(), &[vpa("zone")], &pods, &nodes(), &[usage("p9", 0, 1, 1)], at(0));
+    let stats = h.observe(
+        &config(),
+        &[vpa("zone")],
+        &pods,
+        &nodes(),
+        &[usage("p9", 0, 1, 1)],
+        at(0),
+    );
     assert_eq!(stats, Ingested::default());
     assert!(h.pods.is_empty());
 }
@@ -110,11 +136,22 @@ fn duplicate_and_unknown_container_samples_are_dropped() {
     let pods = [pod("p1", "n1")];
     let mut odd = usage("p1", 1, 5, 5);
     odd.containers[0].0 = "istio-init".into();
-    let u = [usage("p1", 0, 100, 1 << 20), usage("p1", 0, 200, 1 << 20), odd];
+    let u = [
+        usage("p1", 0, 100, 1 << 20),
+        usage("p1", 0, 200, 1 << 20),
+        odd,
+    ];
     let stats = h.observe(&config(), &[vpa("zone")], &pods, &nodes(), &u, at(1));
     // The second sample of minute 0: CPU out of order (dropped); memory of
     // the same time is taken (upstream only drops older memory samples).
-    assert_eq!(stats, Ingested { samples: 3, dropped: 3, ooms: 0 });
+    assert_eq!(
+        stats,
+        Ingested {
+            samples: 3,
+            dropped: 3,
+            ooms: 0
+        }
+    );
 }
 
 #[test]
@@ -123,7 +160,14 @@ fn an_oom_kill_is_recorded_once_however_often_the_pod_is_seen() {
     let mut p = pod("p1", "n1");
     p.oom_kills.push(("agent".into(), at(0)));
     for minute in 0..3 {
-        let stats = h.observe(&config(), &[vpa("zone")], &[p.clone()], &nodes(), &[usage("p1", minute, 10, 100 << 20)], at(minute));
+        let stats = h.observe(
+            &config(),
+            &[vpa("zone")],
+            &[p.clone()],
+            &nodes(),
+            &[usage("p1", minute, 10, 100 << 20)],
+            at(minute),
+        );
         assert_eq!(stats.ooms, u64::from(minute == 0));
     }
     let state = h.pods["monitoring/p1"].containers[0].2;
@@ -134,9 +178,23 @@ fn an_oom_kill_is_recorded_once_however_often_the_pod_is_seen() {
 #[test]
 fn a_pod_that_is_gone_is_forgotten_and_its_empty_group_collected() {
     let mut h = History::default();
-    h.observe(&config(), &[vpa("zone")], &[pod("p1", "n1"), pod("p3", "n3")], &nodes(), &[usage("p1", 0, 10, 10)], at(0));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[pod("p1", "n1"), pod("p3", "n3")],
+        &nodes(),
+        &[usage("p1", 0, 10, 10)],
+        at(0),
+    );
     assert_eq!(h.pods.len(), 2);
-    h.observe(&config(), &[vpa("zone")], &[pod("p1", "n1")], &nodes(), &[], at(1));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[pod("p1", "n1")],
+        &nodes(),
+        &[],
+        at(1),
+    );
     assert_eq!(h.pods.keys().collect::<Vec<_>>(), vec!["monitoring/p1"]);
     // p3's group "b" never had a sample and no pod feeds it.
     assert!(!h.vpas["monitoring/agent"]["agent"].groups.contains_key("b"));
@@ -146,11 +204,32 @@ fn a_pod_that_is_gone_is_forgotten_and_its_empty_group_collected() {
 #[test]
 fn history_older_than_the_aggregation_window_is_dropped() {
     let mut h = History::default();
-    h.observe(&config(), &[vpa("zone")], &[pod("p1", "n1")], &nodes(), &[usage("p1", 0, 10, 10)], at(0));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[pod("p1", "n1")],
+        &nodes(),
+        &[usage("p1", 0, 10, 10)],
+        at(0),
+    );
     let eight_days = 8 * 24 * 60;
-    h.observe(&config(), &[vpa("zone")], &[], &nodes(), &[], at(eight_days - 1));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[],
+        &nodes(),
+        &[],
+        at(eight_days - 1),
+    );
     assert_eq!(samples(&h, "a"), 1);
-    h.observe(&config(), &[vpa("zone")], &[], &nodes(), &[], at(eight_days));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[],
+        &nodes(),
+        &[],
+        at(eight_days),
+    );
     assert!(h.vpas.is_empty());
 }
 
@@ -158,10 +237,24 @@ fn history_older_than_the_aggregation_window_is_dropped() {
 fn a_pod_whose_node_changes_value_starts_its_window_afresh_in_the_new_group() {
     let mut h = History::default();
     let p = pod("p1", "n1");
-    h.observe(&config(), &[vpa("zone")], &[p.clone()], &nodes(), &[usage("p1", 0, 10, 10)], at(0));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        std::slice::from_ref(&p),
+        &nodes(),
+        &[usage("p1", 0, 10, 10)],
+        at(0),
+    );
     let mut relabelled = nodes();
     relabelled.insert(&json!({"metadata": {"name": "n1", "labels": {"zone": "b"}}}));
-    h.observe(&config(), &[vpa("zone")], &[p], &relabelled, &[usage("p1", 1, 10, 10)], at(1));
+    h.observe(
+        &config(),
+        &[vpa("zone")],
+        &[p],
+        &relabelled,
+        &[usage("p1", 1, 10, 10)],
+        at(1),
+    );
     assert_eq!(samples(&h, "a"), 1);
     assert_eq!(samples(&h, "b"), 1);
     assert_eq!(&*h.pods["monitoring/p1"].value, "b");

@@ -99,7 +99,13 @@ pub fn load_metrics(path: &Path) -> Result<Vec<(Timestamp, Vec<PodUsage>)>, Repl
         };
         match doc.value.get("kind").and_then(Value::as_str) {
             Some("PodMetricsList") => {
-                for item in doc.value.get("items").and_then(Value::as_array).into_iter().flatten() {
+                for item in doc
+                    .value
+                    .get("items")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
                     items.push(PodUsage::from_value(item).map_err(input)?);
                 }
             }
@@ -187,7 +193,14 @@ impl Replay {
         let mut ingested = Ingested::default();
         let mut now = Timestamp::UNIX_EPOCH;
         for (at, usage) in intervals {
-            let i = history.observe(&self.model, &scoped, &cluster.pods, &cluster.nodes, usage, *at);
+            let i = history.observe(
+                &self.model,
+                &scoped,
+                &cluster.pods,
+                &cluster.nodes,
+                usage,
+                *at,
+            );
             ingested.samples += i.samples;
             ingested.dropped += i.dropped;
             ingested.ooms += i.ooms;
@@ -247,7 +260,11 @@ impl Replay {
 ///
 /// # Errors
 /// The directory cannot be written.
-pub fn write_checkpoints(dir: &Path, history: &History, at: Timestamp) -> Result<usize, ReplayError> {
+pub fn write_checkpoints(
+    dir: &Path,
+    history: &History,
+    at: Timestamp,
+) -> Result<usize, ReplayError> {
     let write = |path: &Path, source| ReplayError::Write {
         path: path.display().to_string(),
         source,
@@ -258,8 +275,14 @@ pub fn write_checkpoints(dir: &Path, history: &History, at: Timestamp) -> Result
     for object in &objects {
         let name = format!(
             "{}.{}.json",
-            object.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default(),
-            object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default()
+            object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+            object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
         );
         let path = dir.join(&name);
         let tmp = dir.join(format!(".{name}.tmp"));

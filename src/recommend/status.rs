@@ -54,7 +54,11 @@ fn round_up(value: i64, scale: i64) -> i64 {
 
 /// One container's amounts as a resource list: only the controlled
 /// resources, rounded as configured.
-fn resource_list(config: &StatusConfig, controlled: &[String], r: &Resources) -> Map<String, Value> {
+fn resource_list(
+    config: &StatusConfig,
+    controlled: &[String],
+    r: &Resources,
+) -> Map<String, Value> {
     let mut out = Map::new();
     for name in controlled {
         let q = match name.as_str() {
@@ -102,10 +106,10 @@ fn cap(config: &StatusConfig, policy: Option<&ContainerPolicy>, list: &mut Map<S
 }
 
 fn controlled(vpa: &ScopedVpa, container: &str) -> Vec<String> {
-    vpa.policy(container)
-        .map_or_else(crate::mutate::recommendation::default_controlled_resources, |p| {
-            p.controlled_resources.clone()
-        })
+    vpa.policy(container).map_or_else(
+        crate::mutate::recommendation::default_controlled_resources,
+        |p| p.controlled_resources.clone(),
+    )
 }
 
 /// The DaemonSet-wide `containerRecommendations`, with bounds.
@@ -249,9 +253,23 @@ pub fn vpa_status(
         (r, m)
     };
     if recommendations.is_empty() {
-        set_condition(&mut conditions, "RecommendationProvided", false, reason, message, &now);
+        set_condition(
+            &mut conditions,
+            "RecommendationProvided",
+            false,
+            reason,
+            message,
+            &now,
+        );
     } else {
-        set_condition(&mut conditions, "RecommendationProvided", true, "", "", &now);
+        set_condition(
+            &mut conditions,
+            "RecommendationProvided",
+            true,
+            "",
+            "",
+            &now,
+        );
     }
     let mut recommendation = Map::new();
     if !recommendations.is_empty() {

@@ -38,7 +38,8 @@ fn history(values: &[(&str, i64)]) -> BTreeMap<Arc<str>, ContainerHistory> {
             c.wide.add_cpu_sample(&h, 0.1, 0.1, at(m));
         }
         a.add_memory_peak(&h, 300.0 * 1024.0 * 1024.0, at(1440));
-        c.wide.add_memory_peak(&h, 300.0 * 1024.0 * 1024.0, at(1440));
+        c.wide
+            .add_memory_peak(&h, 300.0 * 1024.0 * 1024.0, at(1440));
         c.groups.insert(Arc::from(*value), a);
     }
     BTreeMap::from([(Arc::from("agent"), c)])
@@ -67,7 +68,13 @@ fn no_pods_and_no_history_say_so_in_both_conditions() {
 fn a_condition_keeps_its_transition_time_while_its_status_holds() {
     let earlier = "2026-01-01T00:00:00Z";
     let old = json!({"conditions": [{"type": "RecommendationProvided", "status": "True", "lastTransitionTime": earlier}]});
-    let status = vpa_status(&config(), &vpa(json!({}), old), Some(&history(&[("n1", 10)])), 1, at(20));
+    let status = vpa_status(
+        &config(),
+        &vpa(json!({}), old),
+        Some(&history(&[("n1", 10)])),
+        1,
+        at(20),
+    );
     assert_eq!(
         status["conditions"],
         json!([{"type": "RecommendationProvided", "status": "True", "lastTransitionTime": earlier}])
@@ -77,8 +84,20 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 #[test]
 fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_resources() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "*", "minAllowed": {"cpu": "2"}}]}});
-    let status = vpa_status(&config(), &vpa(spec, json!({})), Some(&history(&[("n1", 10)])), 1, at(20));
-    let free = vpa_status(&config(), &vpa(json!({}), json!({})), Some(&history(&[("n1", 10)])), 1, at(20));
+    let status = vpa_status(
+        &config(),
+        &vpa(spec, json!({})),
+        Some(&history(&[("n1", 10)])),
+        1,
+        at(20),
+    );
+    let free = vpa_status(
+        &config(),
+        &vpa(json!({}), json!({})),
+        Some(&history(&[("n1", 10)])),
+        1,
+        at(20),
+    );
     let free = &free["recommendation"]["containerRecommendations"][0];
     let rec = &status["recommendation"]["containerRecommendations"][0];
     assert_eq!(rec["target"]["cpu"], "2");
@@ -88,16 +107,28 @@ fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_reso
     assert_eq!(free["upperBound"]["cpu"], "20286m");
     assert_eq!(rec["uncappedTarget"]["cpu"], free["target"]["cpu"]);
     assert_eq!(rec["target"]["memory"], free["target"]["memory"]);
-    assert_eq!(status["recommendationGroups"][0]["containerRecommendations"][0]["target"]["cpu"], "2");
+    assert_eq!(
+        status["recommendationGroups"][0]["containerRecommendations"][0]["target"]["cpu"],
+        "2"
+    );
 }
 
 #[test]
 fn only_controlled_resources_are_recommended() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "controlledResources": ["cpu"]}]}});
-    let status = vpa_status(&config(), &vpa(spec, json!({})), Some(&history(&[("n1", 10)])), 1, at(20));
+    let status = vpa_status(
+        &config(),
+        &vpa(spec, json!({})),
+        Some(&history(&[("n1", 10)])),
+        1,
+        at(20),
+    );
     let rec = &status["recommendation"]["containerRecommendations"][0];
     for field in ["target", "lowerBound", "upperBound", "uncappedTarget"] {
-        let keys: Vec<_> = rec[field].as_object().map(|m| m.keys().cloned().collect()).unwrap_or_default();
+        let keys: Vec<_> = rec[field]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
         assert_eq!(keys, vec!["cpu".to_owned()], "{field}");
     }
 }
@@ -105,7 +136,13 @@ fn only_controlled_resources_are_recommended() {
 #[test]
 fn a_container_with_mode_off_gets_no_recommendation() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "mode": "Off"}]}});
-    let status = vpa_status(&config(), &vpa(spec, json!({})), Some(&history(&[("n1", 10)])), 1, at(20));
+    let status = vpa_status(
+        &config(),
+        &vpa(spec, json!({})),
+        Some(&history(&[("n1", 10)])),
+        1,
+        at(20),
+    );
     assert_eq!(status["recommendation"], json!({}));
     assert_eq!(status.get("recommendationGroups"), None);
 }
@@ -114,7 +151,13 @@ fn a_container_with_mode_off_gets_no_recommendation() {
 fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
     let mut config = config();
     config.group_min_samples = 5;
-    let status = vpa_status(&config, &vpa(json!({}), json!({})), Some(&history(&[("n1", 5), ("n2", 4)])), 2, at(20));
+    let status = vpa_status(
+        &config,
+        &vpa(json!({}), json!({})),
+        Some(&history(&[("n1", 5), ("n2", 4)])),
+        2,
+        at(20),
+    );
     let values: Vec<_> = status["recommendationGroups"]
         .as_array()
         .map(|g| g.iter().map(|g| g["scopeValue"].clone()).collect())
@@ -124,8 +167,17 @@ fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
 
 #[test]
 fn groups_carry_targets_only_and_are_sorted_by_scope_value() {
-    let status = vpa_status(&config(), &vpa(json!({}), json!({})), Some(&history(&[("zz", 3), ("aa", 3)])), 2, at(20));
-    let groups = status["recommendationGroups"].as_array().cloned().unwrap_or_default();
+    let status = vpa_status(
+        &config(),
+        &vpa(json!({}), json!({})),
+        Some(&history(&[("zz", 3), ("aa", 3)])),
+        2,
+        at(20),
+    );
+    let groups = status["recommendationGroups"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(groups.len(), 2);
     assert_eq!(groups[0]["scopeValue"], "aa");
     assert_eq!(groups[1]["scopeValue"], "zz");

@@ -10,13 +10,13 @@
 
 use super::input::{NodeIndex, TrackedPod};
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject};
-use kube::discovery::ApiResource;
 use kube::core::PartialObjectMeta;
+use kube::discovery::ApiResource;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
-use k8s_openapi::api::core::v1::Node;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::task::JoinHandle;
@@ -173,9 +173,7 @@ impl NodeWatch {
                 .boxed();
             let mut listing = NodeIndex::default();
             while let Some(event) = events.next().await {
-                let value = |o: &kube::core::PartialObjectMeta<Node>| {
-                    serde_json::json!({"metadata": {"name": o.metadata.name, "labels": o.metadata.labels}})
-                };
+                let value = |o: &kube::core::PartialObjectMeta<Node>| serde_json::json!({"metadata": {"name": o.metadata.name, "labels": o.metadata.labels}});
                 match event {
                     Ok(Event::Init) => listing = NodeIndex::default(),
                     Ok(Event::InitApply(o)) => listing.insert(&value(&o)),
