@@ -18,6 +18,7 @@
 
 use k8s_openapi::jiff::Timestamp;
 use nodescope::recommend::aggregate::{AggregateContainerState, HistoryConfig};
+use nodescope::recommend::checkpoints::checkpoints;
 use nodescope::recommend::input::{NodeIndex, PodUsage, ScopedVpa, TrackedPod};
 use nodescope::recommend::model::{History, ModelConfig};
 use nodescope::recommend::replay::Replay;
@@ -123,7 +124,6 @@ fn run(nodes: usize) {
                 *state = templates[t % templates.len()].clone();
                 t += 1;
             }
-            c.wide = templates[0].clone();
         }
     }
     let keys = history.keys();
@@ -145,8 +145,7 @@ fn run(nodes: usize) {
     let mut groups = 0usize;
     for v in &vpas {
         let key = format!("{}/{}", v.namespace, v.name);
-        let status = vpa_status(
-            &replay.status,
+        let status = vpa_status(&replay.status, &config.history,
             v,
             history.vpas.get(key.as_str()),
             counts.get(key.as_str()).copied().unwrap_or(0),
@@ -159,17 +158,28 @@ fn run(nodes: usize) {
     }
     let recompute = thread_cpu() - cpu;
     let after = rss_mib();
+    let cpu = thread_cpu();
+    let objects = checkpoints(&history, "2026-11-25T10:00:00Z").unwrap_or_default();
+    let encode = thread_cpu() - cpu;
+    let sizes: Vec<usize> = objects
+        .iter()
+        .filter_map(|o| o["spec"]["data"].as_str().map(str::len))
+        .collect();
     let container_samples = ingested.samples / 2;
     println!(
         "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
          ingest={:.3}s samples={} ns_per_container_sample={:.0} recompute={:.3}s groups={groups} \
-         template_heap_bytes={}",
+         template_heap_bytes={} checkpoint_objects={} per_vpa={} largest={}B encode={:.3}s",
         vpas.len(),
         ingest.as_secs_f64(),
         ingested.samples,
         ingest.as_nanos() as f64 / container_samples.max(1) as f64,
         recompute.as_secs_f64(),
         templates[0].heap_bytes() + std::mem::size_of::<AggregateContainerState>(),
+        objects.len(),
+        objects.len() / vpas.len().max(1),
+        sizes.iter().max().copied().unwrap_or(0),
+        encode.as_secs_f64(),
     );
     drop(Arc::new(history));
 }

@@ -35,7 +35,8 @@ pub struct RecommendArgs {
     /// the default is none.
     #[arg(long)]
     pub checkpoints: Option<String>,
-    /// Run one interval (offline: the whole replay), print, and exit.
+    /// Offline: replay every interval once, print the VPAs, and exit (the
+    /// only offline mode; accepted for the command line).
     #[arg(long)]
     pub once: bool,
     /// Replay the example data built into this binary (three node shapes).
@@ -328,6 +329,11 @@ pub enum RecommendError {
 /// Flags that need a cluster set to files, no cluster, a busy address, or
 /// a Lease that cannot be read.
 pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
+    if args.once {
+        return Err(RecommendError::Flags(
+            "--once replays files: give --store file:DIR and --metrics file:DIR (or --demo)".into(),
+        ));
+    }
     if args.checkpoints.as_deref().is_some_and(|c| c != "kube") {
         return Err(RecommendError::Flags(
             "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects)".into(),

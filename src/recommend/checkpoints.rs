@@ -52,8 +52,7 @@ pub enum CheckpointError {
 #[serde(rename_all = "camelCase")]
 struct Payload {
     version: u32,
-    /// By container: the DaemonSet-wide aggregate (shard 0 only) and the
-    /// groups of this shard's scope values.
+    /// By container: the aggregates of this shard's scope values.
     #[serde(default)]
     containers: BTreeMap<String, ContainerPayload>,
     /// By pod name: this shard's pods (by their scope value).
@@ -64,8 +63,6 @@ struct Payload {
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ContainerPayload {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    wide: Option<AggregateCheckpoint>,
     #[serde(default)]
     groups: BTreeMap<String, AggregateCheckpoint>,
 }
@@ -112,12 +109,6 @@ fn payloads(
         })
         .collect();
     for (name, history) in containers {
-        for (i, payload) in out.iter_mut().enumerate() {
-            let entry = payload.containers.entry(name.to_string()).or_default();
-            if i == 0 {
-                entry.wide = Some(history.wide.to_checkpoint());
-            }
-        }
         for (value, state) in &history.groups {
             if let Some(p) = out.get_mut(shard_of(value, n)) {
                 let entry = p.containers.entry(name.to_string()).or_default();
@@ -148,40 +139,84 @@ fn payloads(
 }
 
 /// The checkpoint objects of every VPA in `history`, stamped `written_at`
-/// (RFC 3339), which tells a complete set from a half-written one.
+/// (RFC 3339), which tells a complete set from a half-written one; for
+/// files and tests (the cluster writer takes them VPA by VPA, [`each_vpa`]).
 ///
 /// # Errors
 /// A VPA whose history does not fit in 4,096 shards.
 pub fn checkpoints(history: &History, written_at: &str) -> Result<Vec<Value>, CheckpointError> {
+    let mut objects = Vec::new();
+    each_vpa(history, written_at, |o| objects.extend(o))?;
+    Ok(objects)
+}
+
+/// Calls `write` with each VPA's checkpoint objects in turn (sorted by
+/// VPA), so that only one VPA's encoding is in memory at a time.
+///
+/// # Errors
+/// A VPA whose history does not fit in 4,096 shards.
+pub fn each_vpa(
+    history: &History,
+    written_at: &str,
+    mut write: impl FnMut(Vec<Value>),
+) -> Result<(), CheckpointError> {
     let mut by_vpa: HashMap<&VpaKey, Vec<(&String, &PodHistory)>> = HashMap::new();
     for (key, pod) in &history.pods {
         by_vpa.entry(&pod.vpa).or_default().push((key, pod));
     }
     let mut vpas: Vec<_> = history.vpas.iter().collect();
     vpas.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    let mut objects = Vec::new();
     for (vpa, containers) in vpas {
         let pods = by_vpa.get(vpa).map_or(&[][..], Vec::as_slice);
-        let (namespace, name) = vpa.split_once('/').unwrap_or(("", vpa));
-        let mut n = 1;
-        let texts = loop {
-            let texts: Vec<String> = payloads(containers, pods, n)
-                .iter()
-                .map(|p| serde_json::to_string(p).unwrap_or_default())
-                .collect();
-            if texts.iter().all(|t| t.len() <= SHARD_LIMIT) {
-                break texts;
-            }
-            n *= 2;
-            if n > 4096 {
-                return Err(CheckpointError::TooLarge {
-                    vpa: vpa.to_string(),
-                    shards: 4096,
-                });
-            }
-        };
-        for (i, data) in texts.into_iter().enumerate() {
-            objects.push(json!({
+        write(vpa_objects(vpa, containers, pods, written_at)?);
+    }
+    Ok(())
+}
+
+fn encode(payloads: &[Payload]) -> Vec<String> {
+    payloads
+        .iter()
+        .map(|p| serde_json::to_string(p).unwrap_or_default())
+        .collect()
+}
+
+/// One VPA's objects. The shard count is guessed from the size of the
+/// whole (a hash spreads values evenly, so a fifth of headroom is enough)
+/// and doubled while a shard is still too large.
+fn vpa_objects(
+    vpa: &VpaKey,
+    containers: &BTreeMap<Arc<str>, ContainerHistory>,
+    pods: &[(&String, &PodHistory)],
+    written_at: &str,
+) -> Result<Vec<Value>, CheckpointError> {
+    let (namespace, name) = vpa.split_once('/').unwrap_or(("", vpa));
+    let whole = encode(&payloads(containers, pods, 1));
+    let total: usize = whole.iter().map(String::len).sum();
+    let mut n = if total <= SHARD_LIMIT {
+        1
+    } else {
+        (total * 5 / 4 / SHARD_LIMIT + 1).next_power_of_two()
+    };
+    let mut texts = if n == 1 {
+        whole
+    } else {
+        encode(&payloads(containers, pods, n))
+    };
+    while texts.iter().any(|t| t.len() > SHARD_LIMIT) {
+        n *= 2;
+        if n > 4096 {
+            return Err(CheckpointError::TooLarge {
+                vpa: vpa.to_string(),
+                shards: 4096,
+            });
+        }
+        texts = encode(&payloads(containers, pods, n));
+    }
+    Ok(texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, data)| {
+            json!({
                 "apiVersion": API_VERSION,
                 "kind": KIND,
                 "metadata": {
@@ -196,10 +231,9 @@ pub fn checkpoints(history: &History, written_at: &str) -> Result<Vec<Value>, Ch
                     "writtenAt": written_at,
                     "data": data,
                 },
-            }));
-        }
-    }
-    Ok(objects)
+            })
+        })
+        .collect())
 }
 
 #[derive(Deserialize)]
@@ -279,10 +313,6 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
                 })
             };
             for (name, container) in payload.containers {
-                let entry = history.container_entry(&key, &name);
-                if let Some(wide) = &container.wide {
-                    entry.wide = load(wide)?;
-                }
                 for (value, state) in &container.groups {
                     let value = history.intern_value(value);
                     let state = load(state)?;
@@ -304,3 +334,7 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
     }
     Ok(history)
 }
+
+#[cfg(test)]
+#[path = "checkpoints_tests.rs"]
+mod tests;

@@ -286,6 +286,7 @@ async fn interval(
         let key = format!("{}/{}", vpa.namespace, vpa.name);
         let status = vpa_status(
             &config.replay.status,
+            &config.replay.model.history,
             vpa,
             history.vpas.get(key.as_str()),
             counts.get(key.as_str()).copied().unwrap_or(0),

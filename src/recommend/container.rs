@@ -21,31 +21,25 @@ pub trait Aggregator {
     fn subtract_peak(&mut self, bytes: f64, at: Timestamp);
 }
 
-/// The aggregate of the container's scope value and the DaemonSet-wide one
-/// behind `status.recommendation`. Both receive exactly the same samples, as
-/// upstream's single aggregate would.
-pub struct Sinks<'a> {
+/// The aggregate of the container's scope value.
+pub struct Sink<'a> {
     pub config: &'a HistoryConfig,
     pub group: &'a mut AggregateContainerState,
-    pub wide: &'a mut AggregateContainerState,
 }
 
-impl Aggregator for Sinks<'_> {
+impl Aggregator for Sink<'_> {
     fn add_cpu(&mut self, cores: f64, at: Timestamp) {
         // Upstream weighs every CPU sample alike since VPA 1.4 (its
         // `minSampleWeight`), whatever the request.
         self.group.add_cpu_sample(self.config, cores, 0.0, at);
-        self.wide.add_cpu_sample(self.config, cores, 0.0, at);
     }
 
     fn add_peak(&mut self, bytes: f64, at: Timestamp) {
         self.group.add_memory_peak(self.config, bytes, at);
-        self.wide.add_memory_peak(self.config, bytes, at);
     }
 
     fn subtract_peak(&mut self, bytes: f64, at: Timestamp) {
         self.group.subtract_memory_peak(self.config, bytes, at);
-        self.wide.subtract_memory_peak(self.config, bytes, at);
     }
 }
 

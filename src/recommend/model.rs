@@ -1,6 +1,5 @@
 //! The recommender's memory: one aggregate per (VPA, container, scope
-//! value), one DaemonSet-wide aggregate per (VPA, container), and one
-//! [`ContainerState`] per pod container. Upstream's `ClusterState`
+//! value), and one [`ContainerState`] per pod container. Upstream's `ClusterState`
 //! (vertical-pod-autoscaler/pkg/recommender/model/cluster.go) keys its
 //! aggregates by pod labels; here the key gains the scope value of the pod's
 //! node, resolved by the webhook's own [`Placement::resolve`].
@@ -8,11 +7,11 @@
 //! Pure: an interval's input goes in, nothing is read or written outside.
 
 use super::aggregate::{AggregateContainerState, HistoryConfig};
-use super::container::{ContainerState, PeakConfig, Sinks};
+use super::container::{ContainerState, PeakConfig, Sink};
 use super::input::{PodUsage, ScopedVpa, TrackedPod};
 use crate::mutate::scope::{NodeLabels, Placement};
 use k8s_openapi::jiff::Timestamp;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 /// How samples are aggregated (upstream's aggregation flags).
@@ -28,22 +27,32 @@ pub struct ModelConfig {
 /// `namespace/name` of a VPA.
 pub type VpaKey = Arc<str>;
 
-/// The history of one container of one VPA.
+/// The history of one container of one VPA: an aggregate per scope value.
+/// The DaemonSet-wide state behind `status.recommendation` is their merge,
+/// taken when the status is computed, as upstream merges a VPA's
+/// aggregation keys (`AggregateStateByContainerName`); AEP-10031's groups
+/// are exactly such keys.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContainerHistory {
-    /// Every sample of the DaemonSet's pods: `status.recommendation`.
-    pub wide: AggregateContainerState,
-    /// Samples by scope value: `status.recommendationGroups`.
     pub groups: HashMap<Arc<str>, AggregateContainerState>,
 }
 
 /// A tracked pod: where its samples go, and its containers' states.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct PodHistory {
     pub vpa: VpaKey,
     pub value: Arc<str>,
     /// (name, memory request bytes, state), in spec order.
     pub containers: Vec<(Arc<str>, i64, ContainerState)>,
+    /// The interval that last listed the pod; a pod not listed is gone.
+    seen: u64,
+}
+
+/// Equal when the histories are: `seen` is bookkeeping.
+impl PartialEq for PodHistory {
+    fn eq(&self, other: &Self) -> bool {
+        self.vpa == other.vpa && self.value == other.value && self.containers == other.containers
+    }
 }
 
 /// What one interval did, for metrics and logs.
@@ -61,9 +70,13 @@ pub struct History {
     pub vpas: HashMap<VpaKey, BTreeMap<Arc<str>, ContainerHistory>>,
     /// By `namespace/name`.
     pub pods: HashMap<String, PodHistory>,
-    /// Scope values and container names, shared by every key that uses them
-    /// (5,000 node names under 100 VPAs are stored once).
+    /// Scope values, container names and VPA keys, shared by every key that
+    /// uses them (5,000 node names under 100 VPAs are stored once).
     names: HashMap<Arc<str>, ()>,
+    /// Intervals observed, to stamp the pods each one lists.
+    intervals: u64,
+    /// Reused for `namespace/name` lookups, so a lookup allocates nothing.
+    key: String,
 }
 
 /// Equal when the histories are: the interned names are a cache.
@@ -108,6 +121,7 @@ impl History {
                 vpa: vpa.clone(),
                 value,
                 containers,
+                seen: self.intervals,
             },
         );
     }
@@ -121,13 +135,13 @@ impl History {
         k
     }
 
-    /// How many aggregates (groups and DaemonSet-wide) are held.
+    /// How many aggregates (one per VPA, container and scope value) are held.
     #[must_use]
     pub fn keys(&self) -> usize {
         self.vpas
             .values()
             .flat_map(BTreeMap::values)
-            .map(|c| c.groups.len() + 1)
+            .map(|c| c.groups.len())
             .sum()
     }
 
@@ -145,13 +159,17 @@ impl History {
         now: Timestamp,
     ) -> Ingested {
         let mut stats = Ingested::default();
-        let by_target: HashMap<(&str, &str), &ScopedVpa> = vpas
-            .iter()
-            .map(|v| ((v.namespace.as_str(), v.daemonset.as_str()), v))
-            .collect();
-        let mut seen = HashMap::with_capacity(pods.len());
+        self.intervals += 1;
+        let mut by_target: HashMap<(&str, &str), (VpaKey, &ScopedVpa)> = HashMap::new();
+        for v in vpas {
+            let key = self.intern(&format!("{}/{}", v.namespace, v.name));
+            by_target.insert((v.namespace.as_str(), v.daemonset.as_str()), (key, v));
+        }
+        let mut key = std::mem::take(&mut self.key);
         for pod in pods {
-            let Some(vpa) = by_target.get(&(pod.namespace.as_str(), pod.daemonset.as_str())) else {
+            let Some((vpa_key, vpa)) =
+                by_target.get(&(pod.namespace.as_str(), pod.daemonset.as_str()))
+            else {
                 continue;
             };
             let Placement::Group { value, .. } =
@@ -159,32 +177,54 @@ impl History {
             else {
                 continue;
             };
-            let key = format!("{}/{}", pod.namespace, pod.name);
-            self.track(&key, vpa, value, pod);
-            seen.insert(key, pod);
+            set_key(&mut key, &pod.namespace, &pod.name);
+            self.track(&key, vpa_key, value, pod);
         }
-        self.pods.retain(|key, _| seen.contains_key(key));
+        let stamp = self.intervals;
+        self.pods.retain(|_, p| p.seen == stamp);
         for sample in usage {
-            self.add_usage(config, sample, &mut stats);
+            set_key(&mut key, &sample.namespace, &sample.name);
+            self.add_usage(config, &key, sample, &mut stats);
         }
-        for (key, pod) in &seen {
+        for pod in pods.iter().filter(|p| !p.oom_kills.is_empty()) {
+            set_key(&mut key, &pod.namespace, &pod.name);
             // A kill later than this interval is not known yet: offline, a
             // store file shows the pod as it ended up, while the replay is
             // still earlier in its week.
             for (container, finished_at) in pod.oom_kills.iter().filter(|(_, at)| *at <= now) {
-                if self.record_oom(config, key, container, *finished_at) {
+                if self.record_oom(config, &key, container, *finished_at) {
                     stats.ooms += 1;
                 }
             }
         }
+        self.key = key;
         self.collect_garbage(config, now);
         stats
     }
 
-    /// Registers a pod (or its move to another scope value, which starts
-    /// its containers afresh: their window peaks belong to the old group).
-    fn track(&mut self, key: &str, vpa: &ScopedVpa, value: &str, pod: &TrackedPod) {
-        let vpa_key: VpaKey = self.intern(&format!("{}/{}", vpa.namespace, vpa.name));
+    /// Marks a pod listed this interval. A pod seen before on the same
+    /// scope value with the same containers only gets its stamp; otherwise
+    /// it is (re)registered, and a move to another scope value starts its
+    /// containers afresh: their window peaks belong to the old group.
+    fn track(&mut self, key: &str, vpa: &VpaKey, value: &str, pod: &TrackedPod) {
+        let stamp = self.intervals;
+        if let Some(entry) = self.pods.get_mut(key) {
+            let same = entry.vpa == *vpa
+                && *entry.value == *value
+                && entry.containers.len() == pod.containers.len()
+                && entry
+                    .containers
+                    .iter()
+                    .zip(&pod.containers)
+                    .all(|((a, _, _), (b, _))| **a == **b);
+            if same {
+                for ((_, memory, _), (_, request)) in entry.containers.iter_mut().zip(&pod.containers) {
+                    *memory = *request;
+                }
+                entry.seen = stamp;
+                return;
+            }
+        }
         let value = self.intern(value);
         let containers: Vec<_> = pod
             .containers
@@ -195,16 +235,17 @@ impl History {
             .pods
             .entry(key.to_owned())
             .or_insert_with(|| PodHistory {
-                vpa: vpa_key.clone(),
+                vpa: vpa.clone(),
                 value: value.clone(),
                 containers: Vec::new(),
+                seen: stamp,
             });
-        if entry.vpa != vpa_key || entry.value != value {
-            entry.vpa = vpa_key.clone();
+        if entry.vpa != *vpa || entry.value != value {
+            entry.vpa = vpa.clone();
             entry.value = value.clone();
             entry.containers.clear();
         }
-        let mut states: Vec<_> = containers
+        let states: Vec<_> = containers
             .into_iter()
             .map(|(name, memory)| {
                 let state = entry
@@ -216,38 +257,27 @@ impl History {
                 (name, memory, state)
             })
             .collect();
-        std::mem::swap(&mut entry.containers, &mut states);
+        entry.containers = states;
+        entry.seen = stamp;
         // upstream creates the aggregate when the container is first seen,
-        // before any sample: an aggregate with no samples still yields the
-        // minimum recommendation for the DaemonSet.
-        let by_container = self.vpas.entry(vpa_key).or_default();
+        // before any sample: an aggregate with no samples still counts for
+        // the DaemonSet (it gets the minimum recommendation).
+        let by_container = self.vpas.entry(vpa.clone()).or_default();
         for (name, _, _) in &entry.containers {
-            by_container.entry(name.clone()).or_default();
+            by_container
+                .entry(name.clone())
+                .or_default()
+                .groups
+                .entry(value.clone())
+                .or_default();
         }
     }
 
-    fn sinks<'a>(
-        vpas: &'a mut HashMap<VpaKey, BTreeMap<Arc<str>, ContainerHistory>>,
-        config: &'a ModelConfig,
-        vpa: &VpaKey,
-        container: &Arc<str>,
-        value: &Arc<str>,
-    ) -> Sinks<'a> {
-        let history = vpas
-            .entry(vpa.clone())
-            .or_default()
-            .entry(container.clone())
-            .or_default();
-        Sinks {
-            config: &config.history,
-            group: history.groups.entry(value.clone()).or_default(),
-            wide: &mut history.wide,
-        }
-    }
-
-    fn add_usage(&mut self, config: &ModelConfig, sample: &PodUsage, stats: &mut Ingested) {
-        let key = format!("{}/{}", sample.namespace, sample.name);
-        let Some(pod) = self.pods.get_mut(&key) else {
+    fn add_usage(&mut self, config: &ModelConfig, key: &str, sample: &PodUsage, stats: &mut Ingested) {
+        let Some(pod) = self.pods.get_mut(key) else {
+            return;
+        };
+        let Some(containers) = self.vpas.get_mut(&pod.vpa) else {
             return;
         };
         for (name, cpu, memory) in &sample.containers {
@@ -259,16 +289,18 @@ impl History {
                 stats.dropped += 2;
                 continue;
             };
-            let mut sinks = Self::sinks(&mut self.vpas, config, &pod.vpa, container, &pod.value);
+            let history = containers.entry(container.clone()).or_default();
+            let group = match history.groups.get_mut(&pod.value) {
+                Some(group) => group,
+                None => history.groups.entry(pod.value.clone()).or_default(),
+            };
+            let mut sink = Sink {
+                config: &config.history,
+                group,
+            };
             for taken in [
-                state.add_cpu_sample(&mut sinks, *cpu, sample.timestamp),
-                state.add_memory_sample(
-                    &mut sinks,
-                    &config.peaks,
-                    *memory,
-                    sample.timestamp,
-                    false,
-                ),
+                state.add_cpu_sample(&mut sink, *cpu, sample.timestamp),
+                state.add_memory_sample(&mut sink, &config.peaks, *memory, sample.timestamp, false),
             ] {
                 if taken {
                     stats.samples += 1;
@@ -289,47 +321,60 @@ impl History {
         let Some(pod) = self.pods.get_mut(key) else {
             return false;
         };
-        let Some((name, request, state)) = pod
-            .containers
-            .iter_mut()
-            .find(|(n, _, _)| **n == *container)
+        let Some((name, request, state)) =
+            pod.containers.iter_mut().find(|(n, _, _)| **n == *container)
         else {
             return false;
         };
-        let mut sinks = Self::sinks(&mut self.vpas, config, &pod.vpa, name, &pod.value);
-        state.record_oom_once(&mut sinks, &config.peaks, finished_at, *request)
+        let group = self
+            .vpas
+            .entry(pod.vpa.clone())
+            .or_default()
+            .entry(name.clone())
+            .or_default()
+            .groups
+            .entry(pod.value.clone())
+            .or_default();
+        let mut sink = Sink {
+            config: &config.history,
+            group,
+        };
+        state.record_oom_once(&mut sink, &config.peaks, finished_at, *request)
     }
 
     /// upstream `garbageCollectAggregateCollectionStates`: an aggregate whose
     /// last sample is a whole aggregation window old goes, and so does an
     /// empty one no tracked pod feeds; a VPA left with nothing goes too.
+    /// Only empty aggregates (rare: a container listed but not yet sampled)
+    /// need the pods, so the index of what pods feed is built only for them.
     fn collect_garbage(&mut self, config: &ModelConfig, now: Timestamp) {
         let now_ms = now.as_millisecond();
         let expired = |a: &AggregateContainerState| {
             a.last_sample_start()
                 .is_some_and(|last| now_ms - last.as_millisecond() >= config.window_length_ms)
         };
-        let mut fed: HashMap<(&VpaKey, &Arc<str>), Vec<&Arc<str>>> = HashMap::new();
-        for pod in self.pods.values() {
-            for (name, _, _) in &pod.containers {
-                fed.entry((&pod.vpa, name)).or_default().push(&pod.value);
+        let any_empty = self
+            .vpas
+            .values()
+            .flat_map(BTreeMap::values)
+            .any(|c| c.groups.values().any(AggregateContainerState::is_empty));
+        let mut fed: HashSet<(&str, &str, &str)> = HashSet::new();
+        if any_empty {
+            for pod in self.pods.values() {
+                for (name, _, _) in &pod.containers {
+                    fed.insert((&pod.vpa, name, &pod.value));
+                }
             }
         }
-        let mut keep_vpa = HashMap::new();
         for (vpa, containers) in &mut self.vpas {
-            containers.retain(|name, history| {
-                let feeders = fed.get(&(vpa, name));
+            for (name, history) in containers.iter_mut() {
                 history.groups.retain(|value, a| {
-                    let contributes = feeders.is_some_and(|f| f.contains(&value));
-                    !(expired(a) || (a.is_empty() && !contributes))
+                    !(expired(a) || (a.is_empty() && !fed.contains(&(&**vpa, &**name, &**value))))
                 });
-                let contributes = feeders.is_some();
-                !(expired(&history.wide) || (history.wide.is_empty() && !contributes))
-            });
-            keep_vpa.insert(vpa.clone(), !containers.is_empty());
+            }
+            containers.retain(|_, h| !h.groups.is_empty());
         }
-        self.vpas
-            .retain(|vpa, _| keep_vpa.get(vpa).copied().unwrap_or(false));
+        self.vpas.retain(|_, containers| !containers.is_empty());
     }
 
     /// How many tracked pods each VPA has (upstream's `PodCount`, behind
@@ -342,6 +387,13 @@ impl History {
         }
         counts
     }
+}
+
+fn set_key(key: &mut String, namespace: &str, name: &str) {
+    key.clear();
+    key.push_str(namespace);
+    key.push('/');
+    key.push_str(name);
 }
 
 #[cfg(test)]

@@ -91,9 +91,7 @@ fn samples_go_to_the_group_of_the_nodes_label_value_and_to_the_daemonset() {
     assert_eq!(samples(&h, "a"), 2);
     assert_eq!(samples(&h, "b"), 1);
     assert_eq!(samples(&h, "__absent__"), 1);
-    let wide = &h.vpas["monitoring/agent"]["agent"].wide;
-    assert_eq!(wide.total_samples(), 4);
-    assert_eq!(h.keys(), 4);
+    assert_eq!(h.keys(), 3);
     assert_eq!(h.pod_counts().get("monitoring/agent"), Some(&4));
 }
 

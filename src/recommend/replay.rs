@@ -217,6 +217,7 @@ impl Replay {
                 let key = format!("{}/{}", vpa.namespace, vpa.name);
                 let status = vpa_status(
                     &self.status,
+                    &self.model.history,
                     vpa,
                     history.vpas.get(key.as_str()),
                     counts.get(key.as_str()).copied().unwrap_or(0),

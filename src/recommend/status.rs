@@ -14,9 +14,11 @@
 //! but not `uncappedTarget` (`routines.cappingPostProcessor`); then the
 //! conditions (`model.Vpa.UpdateConditions`).
 
-use super::aggregate::AggregateContainerState;
-use super::container::amount;
-use super::estimate::{recommend_pod, RecommenderConfig, Resources};
+use super::aggregate::{AggregateContainerState, HistoryConfig};
+use super::estimate::{
+    cpu_percentile, memory_percentile, pod_minimums, recommend_pod, with_margin,
+    RecommenderConfig, Resources,
+};
 use super::input::ScopedVpa;
 use super::model::ContainerHistory;
 use crate::mutate::recommendation::ContainerPolicy;
@@ -52,98 +54,122 @@ fn round_up(value: i64, scale: i64) -> i64 {
     value.div_euclid(scale) * scale + if value % scale == 0 { 0 } else { scale }
 }
 
-/// One container's amounts as a resource list: only the controlled
-/// resources, rounded as configured.
-fn resource_list(
-    config: &StatusConfig,
-    controlled: &[String],
-    r: &Resources,
-) -> Map<String, Value> {
-    let mut out = Map::new();
-    for name in controlled {
-        let q = match name.as_str() {
-            "cpu" => Quantity::from_milli(
-                round_up(amount(r.cpu_cores * 1000.0), config.round_cpu_millicores),
-                Format::DecimalSI,
-            ),
-            "memory" => Quantity::from_i64(
-                round_up(amount(r.memory_bytes), config.round_memory_bytes),
-                Format::BinarySI,
-            ),
-            _ => continue,
+/// What one container's recommendations are shaped by, looked up once per
+/// VPA and container rather than once per group.
+struct Shape<'a> {
+    /// Whether cpu and memory are controlled, in the policy's order.
+    controlled: Vec<&'static str>,
+    policy: Option<&'a ContainerPolicy>,
+}
+
+impl<'a> Shape<'a> {
+    fn of(vpa: &'a ScopedVpa, container: &str) -> Self {
+        let policy = vpa.policy(container);
+        let controlled = match policy {
+            None => vec!["cpu", "memory"],
+            Some(p) => p
+                .controlled_resources
+                .iter()
+                .filter_map(|r| match r.as_str() {
+                    "cpu" => Some("cpu"),
+                    "memory" => Some("memory"),
+                    _ => None,
+                })
+                .collect(),
         };
-        out.insert(name.clone(), Value::String(q.to_string()));
+        Shape { controlled, policy }
     }
-    out
-}
 
-/// `applyVPAPolicyForContainer`'s `process`: raise to `minAllowed`, lower
-/// to `maxAllowed` (the container's, completed by the global one); a zero
-/// bound is no bound.
-fn cap(config: &StatusConfig, policy: Option<&ContainerPolicy>, list: &mut Map<String, Value>) {
-    for (name, value) in list.iter_mut() {
-        let Some(mut q) = value.as_str().and_then(|s| s.parse::<Quantity>().ok()) else {
-            continue;
-        };
-        if let Some(min) = policy.and_then(|p| p.min_allowed.get(name)) {
-            if !min.is_zero() && q < *min {
-                q = min.clone();
+    /// The amounts as a resource list of the controlled resources, rounded
+    /// up as configured (upstream `ResourcesAsResourceList`) and, when
+    /// `capped`, raised to `minAllowed` and lowered to `maxAllowed` (the
+    /// container's, completed by the global one; a zero bound is no bound:
+    /// upstream `applyVPAPolicyForContainer`).
+    fn list(&self, config: &StatusConfig, r: &Resources, capped: bool) -> Value {
+        let mut out = Map::new();
+        for name in &self.controlled {
+            let (mut q, global) = match *name {
+                "cpu" => (
+                    Quantity::from_milli(
+                        round_up(r.cpu_millicores(), config.round_cpu_millicores),
+                        Format::DecimalSI,
+                    ),
+                    config.max_allowed_cpu.as_ref(),
+                ),
+                _ => (
+                    Quantity::from_i64(
+                        round_up(r.memory_amount(), config.round_memory_bytes),
+                        Format::BinarySI,
+                    ),
+                    config.max_allowed_memory.as_ref(),
+                ),
+            };
+            if capped {
+                if let Some(min) = self.policy.and_then(|p| p.min_allowed.get(name)) {
+                    if !min.is_zero() && q < *min {
+                        q = min.clone();
+                    }
+                }
+                let max = self.policy.and_then(|p| p.max_allowed.get(name)).or(global);
+                if let Some(max) = max {
+                    if !max.is_zero() && q > *max {
+                        q = max.clone();
+                    }
+                }
             }
+            out.insert((*name).to_owned(), Value::String(q.to_string()));
         }
-        let global = match name.as_str() {
-            "cpu" => config.max_allowed_cpu.as_ref(),
-            "memory" => config.max_allowed_memory.as_ref(),
-            _ => None,
-        };
-        let max = policy.and_then(|p| p.max_allowed.get(name)).or(global);
-        if let Some(max) = max {
-            if !max.is_zero() && q > *max {
-                q = max.clone();
-            }
-        }
-        *value = Value::String(q.to_string());
+        Value::Object(out)
     }
 }
 
-fn controlled(vpa: &ScopedVpa, container: &str) -> Vec<String> {
-    vpa.policy(container).map_or_else(
-        crate::mutate::recommendation::default_controlled_resources,
-        |p| p.controlled_resources.clone(),
-    )
-}
-
-/// The DaemonSet-wide `containerRecommendations`, with bounds.
+/// The DaemonSet-wide `containerRecommendations`, with bounds, from the
+/// merge of every group of each container (in scope value order, so the
+/// sums are the same on every run).
 fn wide_recommendations(
     config: &StatusConfig,
+    history_config: &HistoryConfig,
     vpa: &ScopedVpa,
     history: &BTreeMap<Arc<str>, ContainerHistory>,
 ) -> Vec<Value> {
-    let states: BTreeMap<String, &AggregateContainerState> = history
+    let merged: BTreeMap<String, AggregateContainerState> = history
         .iter()
         .filter(|(name, _)| vpa.scales(name))
-        .map(|(name, h)| (name.to_string(), &h.wide))
+        .map(|(name, h)| {
+            let mut values: Vec<_> = h.groups.iter().collect();
+            values.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            let mut all = AggregateContainerState::default();
+            for (_, state) in values {
+                all.merge(history_config, state);
+            }
+            (name.to_string(), all)
+        })
         .collect();
+    let states: BTreeMap<String, &AggregateContainerState> =
+        merged.iter().map(|(n, s)| (n.clone(), s)).collect();
     recommend_pod(&config.recommender, &states)
         .into_iter()
         .map(|(name, r)| {
-            let controlled = controlled(vpa, &name);
-            let policy = vpa.policy(&name);
-            let list = |res: &Resources, capped: bool| {
-                let mut l = resource_list(config, &controlled, res);
-                if capped {
-                    cap(config, policy, &mut l);
-                }
-                Value::Object(l)
-            };
+            let shape = Shape::of(vpa, &name);
             json!({
                 "containerName": name,
-                "target": list(&r.target, true),
-                "lowerBound": list(&r.lower_bound, true),
-                "upperBound": list(&r.upper_bound, true),
-                "uncappedTarget": list(&r.target, false),
+                "target": shape.list(config, &r.target, true),
+                "lowerBound": shape.list(config, &r.lower_bound, true),
+                "upperBound": shape.list(config, &r.upper_bound, true),
+                "uncappedTarget": shape.list(config, &r.target, false),
             })
         })
         .collect()
+}
+
+/// upstream's target estimator alone (percentile, margin, the pod minimum):
+/// groups carry no bounds, so none are computed.
+fn target(config: &RecommenderConfig, s: &AggregateContainerState, min: (i64, i64)) -> Resources {
+    let margin = config.margin_fraction;
+    Resources::from_amounts(
+        with_margin(cpu_percentile(s, config.target_cpu_percentile), margin).max(min.0),
+        with_margin(memory_percentile(s, config.target_memory_percentile), margin).max(min.1),
+    )
 }
 
 /// `recommendationGroups`, sorted by scope value: each value whose
@@ -153,37 +179,37 @@ fn groups(
     vpa: &ScopedVpa,
     history: &BTreeMap<Arc<str>, ContainerHistory>,
 ) -> Vec<Value> {
-    let mut by_value: HashMap<&Arc<str>, BTreeMap<String, &AggregateContainerState>> =
-        HashMap::new();
-    for (name, h) in history.iter().filter(|(name, _)| vpa.scales(name)) {
+    let containers: Vec<(&Arc<str>, &ContainerHistory, Shape<'_>)> = history
+        .iter()
+        .filter(|(name, _)| vpa.scales(name))
+        .map(|(name, h)| (name, h, Shape::of(vpa, name)))
+        .collect();
+    let mut by_value: HashMap<&Arc<str>, Vec<(usize, &AggregateContainerState)>> = HashMap::new();
+    for (i, (_, h, _)) in containers.iter().enumerate() {
         for (value, state) in &h.groups {
-            by_value
-                .entry(value)
-                .or_default()
-                .insert(name.to_string(), state);
+            by_value.entry(value).or_default().push((i, state));
         }
     }
+    let least = config.group_min_samples.max(1);
     let mut values: Vec<_> = by_value
         .into_iter()
-        .filter(|(_, states)| {
-            states
-                .values()
-                .all(|s| s.total_samples() >= config.group_min_samples.max(1))
-        })
+        .filter(|(_, states)| states.iter().all(|(_, s)| s.total_samples() >= least))
         .collect();
     values.sort_unstable_by(|a, b| a.0.cmp(b.0));
     values
         .into_iter()
-        .map(|(value, states)| {
-            let containers: Vec<Value> = recommend_pod(&config.recommender, &states)
+        .map(|(value, mut states)| {
+            states.sort_unstable_by_key(|(i, _)| *i);
+            let min = pod_minimums(&config.recommender, states.len());
+            let list: Vec<Value> = states
                 .into_iter()
-                .map(|(name, r)| {
-                    let mut target = resource_list(config, &controlled(vpa, &name), &r.target);
-                    cap(config, vpa.policy(&name), &mut target);
-                    json!({"containerName": name, "target": target})
+                .map(|(i, state)| {
+                    let (name, _, shape) = &containers[i];
+                    let t = target(&config.recommender, state, min);
+                    json!({"containerName": &***name, "target": shape.list(config, &t, true)})
                 })
                 .collect();
-            json!({"scopeValue": **value, "containerRecommendations": containers})
+            json!({"scopeValue": **value, "containerRecommendations": list})
         })
         .collect()
 }
@@ -223,6 +249,7 @@ fn set_condition(
 #[must_use]
 pub fn vpa_status(
     config: &StatusConfig,
+    history_config: &HistoryConfig,
     vpa: &ScopedVpa,
     history: Option<&BTreeMap<Arc<str>, ContainerHistory>>,
     pod_count: usize,
@@ -230,7 +257,7 @@ pub fn vpa_status(
 ) -> Value {
     let empty = BTreeMap::new();
     let history = history.unwrap_or(&empty);
-    let recommendations = wide_recommendations(config, vpa, history);
+    let recommendations = wide_recommendations(config, history_config, vpa, history);
     let groups = groups(config, vpa, history);
     // Whole seconds, as metav1.Time stores them.
     let now = Timestamp::from_second(now.as_second())

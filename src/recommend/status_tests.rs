@@ -27,7 +27,7 @@ fn at(minute: i64) -> Timestamp {
 }
 
 /// One container `agent` with `minutes` samples of 100m / 300Mi in the
-/// group of each of `values`, and the same in the DaemonSet-wide aggregate.
+/// group of each of `values`.
 fn history(values: &[(&str, i64)]) -> BTreeMap<Arc<str>, ContainerHistory> {
     let h = HistoryConfig::default();
     let mut c = ContainerHistory::default();
@@ -35,11 +35,8 @@ fn history(values: &[(&str, i64)]) -> BTreeMap<Arc<str>, ContainerHistory> {
         let mut a = AggregateContainerState::default();
         for m in 0..*minutes {
             a.add_cpu_sample(&h, 0.1, 0.1, at(m));
-            c.wide.add_cpu_sample(&h, 0.1, 0.1, at(m));
         }
         a.add_memory_peak(&h, 300.0 * 1024.0 * 1024.0, at(1440));
-        c.wide
-            .add_memory_peak(&h, 300.0 * 1024.0 * 1024.0, at(1440));
         c.groups.insert(Arc::from(*value), a);
     }
     BTreeMap::from([(Arc::from("agent"), c)])
@@ -47,7 +44,7 @@ fn history(values: &[(&str, i64)]) -> BTreeMap<Arc<str>, ContainerHistory> {
 
 #[test]
 fn no_pods_and_no_history_say_so_in_both_conditions() {
-    let status = vpa_status(&config(), &vpa(json!({}), json!({})), None, 0, at(0));
+    let status = vpa_status(&config(), &HistoryConfig::default(), &vpa(json!({}), json!({})), None, 0, at(0));
     let now = at(0).to_string();
     assert_eq!(
         status,
@@ -68,8 +65,7 @@ fn no_pods_and_no_history_say_so_in_both_conditions() {
 fn a_condition_keeps_its_transition_time_while_its_status_holds() {
     let earlier = "2026-01-01T00:00:00Z";
     let old = json!({"conditions": [{"type": "RecommendationProvided", "status": "True", "lastTransitionTime": earlier}]});
-    let status = vpa_status(
-        &config(),
+    let status = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(json!({}), old),
         Some(&history(&[("n1", 10)])),
         1,
@@ -84,15 +80,13 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 #[test]
 fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_resources() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "*", "minAllowed": {"cpu": "2"}}]}});
-    let status = vpa_status(
-        &config(),
+    let status = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
         at(20),
     );
-    let free = vpa_status(
-        &config(),
+    let free = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -116,8 +110,7 @@ fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_reso
 #[test]
 fn only_controlled_resources_are_recommended() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "controlledResources": ["cpu"]}]}});
-    let status = vpa_status(
-        &config(),
+    let status = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -136,8 +129,7 @@ fn only_controlled_resources_are_recommended() {
 #[test]
 fn a_container_with_mode_off_gets_no_recommendation() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "mode": "Off"}]}});
-    let status = vpa_status(
-        &config(),
+    let status = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -151,8 +143,7 @@ fn a_container_with_mode_off_gets_no_recommendation() {
 fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
     let mut config = config();
     config.group_min_samples = 5;
-    let status = vpa_status(
-        &config,
+    let status = vpa_status(&config, &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("n1", 5), ("n2", 4)])),
         2,
@@ -167,8 +158,7 @@ fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
 
 #[test]
 fn groups_carry_targets_only_and_are_sorted_by_scope_value() {
-    let status = vpa_status(
-        &config(),
+    let status = vpa_status(&config(), &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("zz", 3), ("aa", 3)])),
         2,
