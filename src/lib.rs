@@ -8,6 +8,7 @@ pub mod admission;
 pub mod cli;
 pub mod features;
 pub mod json_object;
+pub mod leader;
 pub mod manifest;
 pub mod messages;
 pub mod metrics;

@@ -65,6 +65,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .build()
                     .context("starting the async runtime")?;
                 runtime.block_on(async {
+                    // Installed first: a SIGTERM (a pod deletion) must reach
+                    // the release of the Lease, never the default action.
+                    let mut sigterm = tokio::signal::unix::signal(
+                        tokio::signal::unix::SignalKind::terminate(),
+                    )
+                    .context("installing the SIGTERM handler")?;
                     let client = kube::Client::try_default()
                         .await
                         .context("connecting to the cluster (kubeconfig or service account)")?;
@@ -73,18 +79,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         period: controller.period,
                         min_interval: controller.min_interval,
                         instance: controller.instance.clone(),
-                        lease: nodescope::features::controller::LeaseConfig {
+                        lease: nodescope::leader::LeaseConfig {
                             namespace: controller.lease_namespace.clone(),
                             name: controller.lease_name.clone(),
                             duration: controller.lease_duration,
                         },
                     };
-                    tokio::select! {
-                        result = nodescope::features::controller::run(client, config) => {
-                            result.context("features controller")?;
+                    let shutdown = async move {
+                        tokio::select! {
+                            _ = sigterm.recv() => tracing::info!("SIGTERM received; shutting down"),
+                            _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received; shutting down"),
                         }
-                        _ = tokio::signal::ctrl_c() => {}
-                    }
+                    };
+                    nodescope::features::controller::run(client, config, shutdown)
+                        .await
+                        .context("features controller")?;
                     anyhow::Ok(())
                 })?;
                 return Ok(ExitCode::SUCCESS);

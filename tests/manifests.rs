@@ -1159,7 +1159,7 @@ fn the_features_controller_reads_what_the_gates_match_and_writes_only_feature_st
         [(
             v(&["coordination.k8s.io"]),
             v(&["leases"]),
-            v(&["get", "create", "patch"])
+            v(&["get", "list", "watch", "create", "patch"])
         )]
     );
     for kind in ["ClusterRoleBinding", "RoleBinding"] {

@@ -66,8 +66,12 @@ pub struct ControllerArgs {
     /// The Lease's name.
     #[arg(long, default_value = "nodescope-features")]
     pub lease_name: String,
-    /// How long a dead leader's Lease lasts: the longest hand-over (at
-    /// least 2s).
+    /// How long the leader's Lease lasts after its last renewal (whole
+    /// seconds, at least 2s; renewed a third of it before expiry). A leader
+    /// stopped by SIGTERM releases the Lease and another replica takes over
+    /// within 1s. After a crash (SIGKILL, a lost node) another takes over
+    /// between this duration and this duration + 2s after the dead
+    /// leader's last renewal, so at most this + 2s after the crash.
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: std::time::Duration,
     /// `text` or `json` logs.

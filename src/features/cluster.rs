@@ -15,7 +15,6 @@ use kube::discovery::{ApiResource, Discovery};
 use kube::Client;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
 
 /// Why a pass failed; the next pass starts over.
 #[derive(Debug, thiserror::Error)]
@@ -32,14 +31,8 @@ pub enum ClusterError {
     Policies(#[from] crate::policy::PolicyLoadError),
     #[error("{0}")]
     Uses(#[from] super::uses::UsesError),
-    #[error("the Lease {lease}: {source}")]
-    Lease {
-        lease: String,
-        #[source]
-        source: kube_lease_manager::LeaseManagerError,
-    },
-    #[error("the Lease duration must be at least 2s, not {0:?}")]
-    LeaseDuration(Duration),
+    #[error("{0}")]
+    Leader(#[from] crate::leader::LeaderError),
     #[error("encoding {what}: {source}")]
     Encode {
         what: String,

@@ -10,12 +10,15 @@ use super::cluster::{feature_resource, read_features, read_view, ClusterError, V
 use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
+use crate::leader::{self, LeaseConfig};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 use serde_json::{json, Value};
+use std::future::Future;
 use std::time::Duration;
+use tokio::sync::watch;
 
 /// How the controller runs.
 #[derive(Debug, Clone)]
@@ -30,50 +33,45 @@ pub struct ControllerConfig {
     pub min_interval: Duration,
     /// Who writes, in Events (`reportingInstance`), and who holds the Lease.
     pub instance: String,
-    /// The Lease only whose holder writes.
+    /// The Lease only whose leader writes.
     pub lease: LeaseConfig,
 }
 
-/// Where the replicas elect their leader.
-#[derive(Debug, Clone)]
-pub struct LeaseConfig {
-    pub namespace: String,
-    pub name: String,
-    /// How long a leader that stopped renewing keeps the Lease: the longest
-    /// hand-over after a leader dies. At least 2 s.
-    pub duration: Duration,
-}
-
-/// Runs passes forever while this replica holds the Lease: after each,
-/// sleeps for the period, or less when a Feature's settle time ends sooner
-/// or a watched object changes ([`Wakers`]).
-/// A replica that does not hold the Lease only waits for it, so with two
-/// replicas only the leader writes, and when it dies the other takes over
-/// once the Lease expires (its duration).
+/// Elects, then runs passes while this replica leads ([`lead`]) until
+/// `shutdown` resolves (SIGTERM or Ctrl-C in the binary); then releases the
+/// Lease, once no pass is running any more, so that another replica takes
+/// over within [`LeaseConfig::released_handover`] rather than at expiry.
 ///
 /// # Errors
-/// When the Lease cannot be created or read at start.
-pub async fn run(client: Client, config: ControllerConfig) -> Result<(), ClusterError> {
-    let lease_name = format!("{}/{}", config.lease.namespace, config.lease.name);
-    let duration = config.lease.duration.as_secs();
-    if duration < 2 {
-        return Err(ClusterError::LeaseDuration(config.lease.duration));
+/// When the Lease cannot be created or read at start, or the duration is
+/// not whole seconds of at least 2, or the election task failed. A release
+/// that fails on shutdown is only logged: the Lease expires on its own.
+pub async fn run(
+    client: Client,
+    config: ControllerConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ClusterError> {
+    let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
+    let asked = tokio::select! {
+        () = lead(&client, &config, leadership.leading()) => false,
+        () = shutdown => true,
+    };
+    match leadership.release().await {
+        Err(error) if asked => {
+            tracing::warn!(%error, "the Lease was not released; it expires on its own");
+            Ok(())
+        }
+        result => Ok(result?),
     }
-    // kube-lease-manager panics unless grace < duration; a third of it
-    // leaves the holder two renewals before expiry.
-    let grace = (duration / 3).max(1);
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), &config.lease.name)
-        .with_namespace(&config.lease.namespace)
-        .with_identity(&config.instance)
-        .with_duration(duration)
-        .with_grace(grace)
-        .build()
-        .await
-        .map_err(|source| ClusterError::Lease {
-            lease: lease_name.clone(),
-            source,
-        })?;
-    let (mut leading, _lease_task) = manager.watch().await;
+}
+
+/// Runs passes forever while `leading` says so: after each, sleeps for the
+/// period, or less when a Feature's settle time ends sooner or a watched
+/// object changes ([`Wakers`]). A replica that does not lead only waits,
+/// so with two replicas only the leader writes. Returns when the election
+/// has ended.
+async fn lead(client: &Client, config: &ControllerConfig, mut leading: watch::Receiver<bool>) {
+    let lease_name = config.lease.lease();
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -81,7 +79,7 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
             instance: Some(config.instance.clone()),
         },
     );
-    let mut wakers = Wakers::new(&client);
+    let mut wakers = Wakers::new(client);
     let mut was_leading = false;
     loop {
         if !*leading.borrow_and_update() {
@@ -91,7 +89,7 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
             was_leading = false;
             tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
             if leading.changed().await.is_err() {
-                return Ok(());
+                return;
             }
             continue;
         }
@@ -100,7 +98,7 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
             was_leading = true;
         }
         let started = tokio::time::Instant::now();
-        let wait = match pass(&client, &recorder, &config, &|| *leading.borrow()).await {
+        let wait = match pass(client, &recorder, config, &|| *leading.borrow()).await {
             Ok((wait, resources)) => {
                 wakers.watch(&resources);
                 wait
@@ -121,7 +119,7 @@ pub async fn run(client: Client, config: ControllerConfig) -> Result<(), Cluster
             }
             changed = leading.changed() => {
                 if changed.is_err() {
-                    return Ok(());
+                    return;
                 }
             }
         }

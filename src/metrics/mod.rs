@@ -1,7 +1,10 @@
-//! Prometheus metrics for the admission path, TLS reloads and stores.
+//! Prometheus metrics for the admission path, TLS reloads, stores and
+//! leader election.
 //!
 //! Owns the registry and the metric families; handlers record into them with
-//! label sets that are small, fixed enums so cardinality cannot grow with input.
+//! label sets that are small, fixed enums so cardinality cannot grow with
+//! input (the Lease label comes from the process's own flags, one per
+//! controller).
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -131,6 +134,11 @@ struct StoreLabel {
     store: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabel {
+    lease: String,
+}
+
 /// Operation and resource labels are copied from the request, so they are
 /// clamped to the values Kubernetes can send; anything else becomes `other`
 /// and cannot blow up the series count.
@@ -163,6 +171,7 @@ pub struct Metrics {
     tls_reloads: Family<ResultLabel, Counter>,
     store_errors: Family<StoreLabel, Counter>,
     policy_reloads: Family<ResultLabel, Counter>,
+    leader: Family<LeaseLabel, Gauge>,
 }
 
 impl Default for Metrics {
@@ -188,6 +197,7 @@ impl Metrics {
         let tls_reloads = Family::<ResultLabel, Counter>::default();
         let store_errors = Family::<StoreLabel, Counter>::default();
         let policy_reloads = Family::<ResultLabel, Counter>::default();
+        let leader = Family::<LeaseLabel, Gauge>::default();
         let build_info = Family::<VersionLabel, Gauge>::default();
         build_info
             .get_or_create(&VersionLabel {
@@ -225,6 +235,11 @@ impl Metrics {
             policy_reloads.clone(),
         );
         registry.register(
+            "nodescope_leader",
+            "1 while this replica leads on the Lease (namespace/name), else 0",
+            leader.clone(),
+        );
+        registry.register(
             "nodescope_build_info",
             "Build information; always 1",
             build_info,
@@ -237,6 +252,7 @@ impl Metrics {
             tls_reloads,
             store_errors,
             policy_reloads,
+            leader,
         }
     }
 
@@ -299,6 +315,16 @@ impl Metrics {
             .inc();
     }
 
+    /// Sets whether this replica leads on `lease` (`namespace/name`): a sum
+    /// over the replicas other than 1 is an election gone wrong.
+    pub fn leader(&self, lease: &str, leading: bool) {
+        self.leader
+            .get_or_create(&LeaseLabel {
+                lease: lease.to_owned(),
+            })
+            .set(i64::from(leading));
+    }
+
     /// Renders the Prometheus text exposition format.
     pub fn render(&self) -> String {
         let mut out = String::new();
@@ -347,5 +373,25 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"} 0"), "{text}");
+    }
+
+    #[test]
+    fn the_leader_gauge_is_one_per_lease_while_leading() {
+        let m = Metrics::new();
+        m.leader("nodescope-system/nodescope-features", true);
+        m.leader("nodescope-system/nodescope-recommend", false);
+        let text = m.render();
+        assert!(
+            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-recommend\"} 0\n"),
+            "{text}"
+        );
+        m.leader("nodescope-system/nodescope-features", false);
+        assert!(m
+            .render()
+            .contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 0\n"));
     }
 }

@@ -19,10 +19,10 @@ const SETTLE: &str = "3s";
 /// Longer than the whole step: every transition must come from a watch
 /// event (a Feature, a policy, a listed object) or the settle time.
 const PERIOD: &str = "1h";
-/// The Lease of the leader-election part: a dead leader's lasts this long.
-const LEASE_DURATION: &str = "3s";
+/// The Lease of the leader-election part (`crate::election`), in seconds.
+pub const LEASE_SECONDS: u64 = 3;
 /// Only bounds a hang: settle (3 s) + min interval (1 s) + slack for a busy machine.
-const LIMIT: Duration = Duration::from_secs(45);
+pub const LIMIT: Duration = Duration::from_secs(45);
 
 fn vpa(name: &str) -> Value {
     json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
@@ -31,7 +31,7 @@ fn vpa(name: &str) -> Value {
                     "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name}}})
 }
 
-fn feature(namespace: &str, name: &str, desired: Option<&str>) -> Value {
+pub fn feature(namespace: &str, name: &str, desired: Option<&str>) -> Value {
     let mut f = json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
                        "metadata": {"name": name, "namespace": namespace}, "spec": {}});
     if let Some(desired) = desired {
@@ -45,7 +45,7 @@ fn namespace(name: &str) -> Value {
 }
 
 /// The Feature's status, once `state` is reached.
-async fn reaches(client: &kube::Client, feature: &Value, state: &str) -> Value {
+pub async fn reaches(client: &kube::Client, feature: &Value, state: &str) -> Value {
     let api = cluster::dynamic_api(client, feature);
     let name = feature["metadata"]["name"]
         .as_str()
@@ -62,7 +62,7 @@ async fn reaches(client: &kube::Client, feature: &Value, state: &str) -> Value {
     .await
 }
 
-fn controller(instance: &str, lease: &str) -> Process {
+pub fn controller(instance: &str, lease: &str) -> Process {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
     command.args([
         "features",
@@ -74,14 +74,8 @@ fn controller(instance: &str, lease: &str) -> Process {
         "--min-interval",
         "1s",
     ]);
-    command.args([
-        "--instance",
-        instance,
-        "--lease-name",
-        lease,
-        "--lease-duration",
-        LEASE_DURATION,
-    ]);
+    command.args(["--instance", instance, "--lease-name", lease]);
+    command.arg(format!("--lease-duration={LEASE_SECONDS}s"));
     let log = std::env::temp_dir().join(format!(
         "nodescope-e2e-{instance}-{}.log",
         std::process::id()
@@ -263,7 +257,7 @@ pub async fn run(plane: &ControlPlane) {
     third_party(&client, &running).await;
 
     running.stop(Duration::from_secs(5));
-    leader_election(&client).await;
+    crate::election::run(&client).await;
 
     // Leave the cluster as the later steps expect it: no controller, the
     // Features On without desired, no native gates, no webhook.
@@ -343,94 +337,6 @@ async fn third_party(client: &kube::Client, running: &Process) {
         cluster::delete(client, object).await;
     }
     cluster::delete(client, &acme).await;
-}
-
-/// The holder of Lease `nodescope-system/name`, once it has one.
-async fn holder(client: &kube::Client, name: &str, not: Option<&str>) -> String {
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.clone(), "nodescope-system");
-    eventually(
-        &format!("Lease {name} held (not by {not:?})"),
-        LIMIT,
-        || {
-            let leases = leases.clone();
-            async move {
-                let lease = leases.get(name).await.ok()?;
-                let holder = lease.spec?.holder_identity?;
-                (Some(holder.as_str()) != not).then_some(holder)
-            }
-        },
-    )
-    .await
-}
-
-/// The replicas that wrote the Feature's status (its managedFields).
-async fn status_writers(client: &kube::Client, feature: &Value) -> Vec<String> {
-    let api = cluster::dynamic_api(client, feature);
-    let name = feature["metadata"]["name"].as_str().unwrap_or_default();
-    let object = api
-        .get(name)
-        .await
-        .unwrap_or_else(|e| panic!("reading Feature {name}: {e}"));
-    let mut writers: Vec<String> = object
-        .metadata
-        .managed_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|m| m.subresource.as_deref() == Some("status"))
-        .filter_map(|m| {
-            m.manager?
-                .strip_prefix("nodescope-features/")
-                .map(str::to_owned)
-        })
-        .collect();
-    writers.sort();
-    writers
-}
-
-/// Two controller replicas: only the Lease holder writes; when it is
-/// killed, the other takes the Lease once it expires and carries on.
-async fn leader_election(client: &kube::Client) {
-    let lease = "e2e-features-leader";
-    let mut replicas = vec![
-        ("e2e-features-b", controller("e2e-features-b", lease)),
-        ("e2e-features-c", controller("e2e-features-c", lease)),
-    ];
-    let leader = holder(client, lease, None).await;
-    println!("  two replicas: {leader} holds Lease nodescope-system/{lease}");
-    // A Feature no policy gates: nothing uses it, so Off follows the settle time.
-    let ungated = feature("e2e-features", "ungated", Some("Disabled"));
-    cluster::apply(client, &ungated).await;
-    reaches(client, &ungated, "Off").await;
-    assert_eq!(
-        status_writers(client, &ungated).await,
-        std::slice::from_ref(&leader)
-    );
-    println!("  TurningOff and Off written by {leader} alone");
-
-    let index = replicas
-        .iter()
-        .position(|(name, _)| *name == leader)
-        .unwrap_or_else(|| panic!("{leader} is not a replica"));
-    let (_, mut killed) = replicas.remove(index);
-    let _ = killed.child.kill();
-    let _ = killed.child.wait();
-    let killed_at = std::time::Instant::now();
-    let follower = holder(client, lease, Some(&leader)).await;
-    println!(
-        "  {leader} killed: {follower} holds the Lease after {:.1} s (lease duration {LEASE_DURATION})",
-        killed_at.elapsed().as_secs_f64()
-    );
-    cluster::apply(client, &feature("e2e-features", "ungated", Some("Enabled"))).await;
-    reaches(client, &ungated, "On").await;
-    let mut both = vec![leader.clone(), follower.clone()];
-    both.sort();
-    assert_eq!(status_writers(client, &ungated).await, both);
-    println!("  TurningOn and On written by {follower}");
-    for (_, replica) in &mut replicas {
-        replica.stop(Duration::from_secs(5));
-    }
-    cluster::delete(client, &ungated).await;
 }
 
 /// Runs `nodescope ARGS` against the control plane (KUBECONFIG is set for

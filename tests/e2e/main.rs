@@ -14,6 +14,7 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+mod election;
 mod enforcers;
 mod failures;
 mod features;
