@@ -94,7 +94,7 @@ fn run(nodes: usize) {
     let vpas: Vec<ScopedVpa> = (0..KEYS / nodes / CONTAINERS.len()).map(vpa).collect();
     let before = rss_mib();
     let templates: Vec<AggregateContainerState> = (0..64)
-        .map(|s| template(&config.history, s, 50.0 + 10.0 * s as f64))
+        .map(|s| template(&config.history, s as u64, 50.0 + 10.0 * s as f64))
         .collect();
     // The model as a week of intervals would leave it: every pod tracked
     // with its container states, every key with a week of history.
@@ -117,17 +117,33 @@ fn run(nodes: usize) {
     let mut history = History::default();
     let first: Vec<PodUsage> = usage(&pods, 0);
     history.observe(config, &vpas, &pods, &NodeIndex::default(), &first, at(0));
-    let mut t = 0usize;
+    // Node n's groups hold template n % 64, and its pods' usage stays in
+    // that template's range, as a DaemonSet's usage on one node does.
     for containers in history.vpas.values_mut() {
         for c in containers.values_mut() {
-            for state in c.groups.values_mut() {
-                *state = templates[t % templates.len()].clone();
-                t += 1;
+            for (value, state) in c.groups.iter_mut() {
+                *state = templates[node_of(value) % templates.len()].clone();
             }
         }
     }
     let keys = history.keys();
+    drop(first);
+    // Give freed memory back, so RSS is what is held: the model, and the
+    // pods as the watch keeps them.
+    // SAFETY: malloc_trim only releases free heap pages.
+    unsafe { libc::malloc_trim(0) };
     let held = rss_mib();
+    let pods_bytes: usize = pods
+        .iter()
+        .map(|p| {
+            std::mem::size_of::<TrackedPod>()
+                + p.namespace.len()
+                + p.name.len()
+                + p.daemonset.len()
+                + p.node.as_ref().map_or(0, String::len)
+                + p.containers.iter().map(|(c, _)| 32 + c.len()).sum::<usize>()
+        })
+        .sum();
     // One interval: 1,000,000 container samples (CPU and memory each).
     let interval = usage(&pods, 7 * 24 * 60 + 1);
     let cpu = thread_cpu();
@@ -157,6 +173,18 @@ fn run(nodes: usize) {
             .map_or(0, Vec::len);
     }
     let recompute = thread_cpu() - cpu;
+    // Of which: merging every group into the DaemonSet-wide state.
+    let cpu = thread_cpu();
+    for containers in history.vpas.values() {
+        for c in containers.values() {
+            let mut all = AggregateContainerState::default();
+            for state in c.groups.values() {
+                all.merge(&config.history, state);
+            }
+            std::hint::black_box(&all);
+        }
+    }
+    let merging = thread_cpu() - cpu;
     let after = rss_mib();
     let cpu = thread_cpu();
     let objects = checkpoints(&history, "2026-11-25T10:00:00Z").unwrap_or_default();
@@ -167,14 +195,16 @@ fn run(nodes: usize) {
         .collect();
     let container_samples = ingested.samples / 2;
     println!(
-        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
-         ingest={:.3}s samples={} ns_per_container_sample={:.0} recompute={:.3}s groups={groups} \
+        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB (pod list {:.1}MiB) rss_after={after:.1}MiB \
+         ingest={:.3}s samples={} ns_per_container_sample={:.0} recompute={:.3}s (merging {:.3}s) groups={groups} \
          template_heap_bytes={} checkpoint_objects={} per_vpa={} largest={}B encode={:.3}s",
         vpas.len(),
+        pods_bytes as f64 / 1048576.0,
         ingest.as_secs_f64(),
         ingested.samples,
         ingest.as_nanos() as f64 / container_samples.max(1) as f64,
         recompute.as_secs_f64(),
+        merging.as_secs_f64(),
         templates[0].heap_bytes() + std::mem::size_of::<AggregateContainerState>(),
         objects.len(),
         objects.len() / vpas.len().max(1),
@@ -184,23 +214,28 @@ fn run(nodes: usize) {
     drop(Arc::new(history));
 }
 
+fn node_of(value: &str) -> usize {
+    value.trim_start_matches("node-").parse().unwrap_or(0)
+}
+
+/// Usage of one minute: each pod near its node's template (base
+/// 50 + 10 × (n % 64) millicores, ~200 MB).
 fn usage(pods: &[TrackedPod], minute: i64) -> Vec<PodUsage> {
     pods.iter()
         .enumerate()
-        .map(|(i, p)| PodUsage {
-            namespace: p.namespace.clone(),
-            name: p.name.clone(),
-            timestamp: at(minute),
-            containers: CONTAINERS
-                .iter()
-                .map(|c| {
-                    (
-                        (*c).to_owned(),
-                        50 + (i % 50) as i64,
-                        200_000_000 + i as i64,
-                    )
-                })
-                .collect(),
+        .map(|(i, p)| {
+            let n = node_of(p.node.as_deref().unwrap_or_default()) % 64;
+            let base = 50.0 + 10.0 * n as f64;
+            let cpu = (base * (1.0 + 0.1 * noise(i as u64 + minute as u64 * 7))) as i64;
+            PodUsage {
+                namespace: p.namespace.clone(),
+                name: p.name.clone(),
+                timestamp: at(minute),
+                containers: CONTAINERS
+                    .iter()
+                    .map(|c| ((*c).to_owned(), cpu, 190_000_000 + (i % 1000) as i64 * 10_000))
+                    .collect(),
+            }
         })
         .collect()
 }
