@@ -96,12 +96,13 @@ fn run(nodes: usize) {
     let templates: Vec<AggregateContainerState> = (0..64)
         .map(|s| template(&config.history, s as u64, 50.0 + 10.0 * s as f64))
         .collect();
-    // The model as a week of intervals would leave it: every pod tracked
-    // with its container states, every key with a week of history.
-    let pods: Vec<TrackedPod> = vpas
-        .iter()
-        .flat_map(|v| {
-            (0..nodes).map(move |n| TrackedPod {
+    // The model as a week of intervals would leave it: every pod known
+    // (as the watch leaves them) with its container states, every key with
+    // a week of history.
+    let mut history = History::default();
+    for v in &vpas {
+        for n in 0..nodes {
+            history.upsert_pod(&TrackedPod {
                 namespace: "agents".into(),
                 name: format!("{}-{n}", v.name),
                 daemonset: v.daemonset.clone(),
@@ -111,12 +112,11 @@ fn run(nodes: usize) {
                     .map(|c| ((*c).to_owned(), 256 << 20))
                     .collect(),
                 oom_kills: Vec::new(),
-            })
-        })
-        .collect();
-    let mut history = History::default();
-    let first: Vec<PodUsage> = usage(&pods, 0);
-    history.observe(config, &vpas, &pods, &NodeIndex::default(), &first, at(0));
+            });
+        }
+    }
+    let first: Vec<PodUsage> = usage(&history, 0);
+    history.observe(config, &vpas, &NodeIndex::default(), &first, at(0));
     // Node n's groups hold template n % 64, and its pods' usage stays in
     // that template's range, as a DaemonSet's usage on one node does.
     for containers in history.vpas.values_mut() {
@@ -133,24 +133,17 @@ fn run(nodes: usize) {
     // SAFETY: malloc_trim only releases free heap pages.
     unsafe { libc::malloc_trim(0) };
     let held = rss_mib();
-    let pods_bytes: usize = pods
-        .iter()
-        .map(|p| {
-            std::mem::size_of::<TrackedPod>()
-                + p.namespace.len()
-                + p.name.len()
-                + p.daemonset.len()
-                + p.node.as_ref().map_or(0, String::len)
-                + p.containers.iter().map(|(c, _)| 32 + c.len()).sum::<usize>()
-        })
-        .sum();
     // One interval: 1,000,000 container samples (CPU and memory each).
-    let interval = usage(&pods, 7 * 24 * 60 + 1);
+    let interval = usage(&history, 7 * 24 * 60 + 1);
+    // The part of an interval that does not depend on usage: placing every
+    // pod, the OOM scan and garbage collection.
+    let cpu = thread_cpu();
+    history.observe(config, &vpas, &NodeIndex::default(), &[], at(7 * 24 * 60));
+    let placing = thread_cpu() - cpu;
     let cpu = thread_cpu();
     let ingested = history.observe(
         config,
         &vpas,
-        &pods,
         &NodeIndex::default(),
         &interval,
         at(7 * 24 * 60 + 1),
@@ -161,19 +154,50 @@ fn run(nodes: usize) {
     let mut groups = 0usize;
     for v in &vpas {
         let key = format!("{}/{}", v.namespace, v.name);
-        let status = vpa_status(&replay.status, &config.history,
+        let status = vpa_status(
+            &replay.status,
+            &config.history,
             v,
             history.vpas.get(key.as_str()),
             counts.get(key.as_str()).copied().unwrap_or(0),
             at(7 * 24 * 60 + 1),
         );
-        groups += status
-            .get("recommendationGroups")
-            .and_then(|g| g.as_array())
-            .map_or(0, Vec::len);
+        groups += status.recommendation_groups.len();
     }
     let recompute = thread_cpu() - cpu;
-    // Of which: merging every group into the DaemonSet-wide state.
+    // Of which: the arithmetic alone (every group's targets, with upstream's
+    // estimators), without building the status objects.
+    let cpu = thread_cpu();
+    let rc = &replay.status.recommender;
+    for containers in history.vpas.values() {
+        let min = nodescope::recommend::estimate::pod_minimums(rc, containers.len());
+        for c in containers.values() {
+            for state in c.groups.values() {
+                let m = rc.margin_fraction;
+                let t = (
+                    nodescope::recommend::estimate::with_margin(
+                        nodescope::recommend::estimate::cpu_percentile(
+                            state,
+                            rc.target_cpu_percentile,
+                        ),
+                        m,
+                    )
+                    .max(min.0),
+                    nodescope::recommend::estimate::with_margin(
+                        nodescope::recommend::estimate::memory_percentile(
+                            state,
+                            rc.target_memory_percentile,
+                        ),
+                        m,
+                    )
+                    .max(min.1),
+                );
+                std::hint::black_box(t);
+            }
+        }
+    }
+    let arithmetic = thread_cpu() - cpu;
+    // And merging every group into the DaemonSet-wide state.
     let cpu = thread_cpu();
     for containers in history.vpas.values() {
         for c in containers.values() {
@@ -195,15 +219,16 @@ fn run(nodes: usize) {
         .collect();
     let container_samples = ingested.samples / 2;
     println!(
-        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB (pod list {:.1}MiB) rss_after={after:.1}MiB \
-         ingest={:.3}s samples={} ns_per_container_sample={:.0} recompute={:.3}s (merging {:.3}s) groups={groups} \
+        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
+         ingest={:.3}s (placing {:.3}s) samples={} ns_per_container_sample={:.0} recompute={:.3}s (targets {:.3}s, merging {:.3}s) groups={groups} \
          template_heap_bytes={} checkpoint_objects={} per_vpa={} largest={}B encode={:.3}s",
         vpas.len(),
-        pods_bytes as f64 / 1048576.0,
         ingest.as_secs_f64(),
+        placing.as_secs_f64(),
         ingested.samples,
         ingest.as_nanos() as f64 / container_samples.max(1) as f64,
         recompute.as_secs_f64(),
+        arithmetic.as_secs_f64(),
         merging.as_secs_f64(),
         templates[0].heap_bytes() + std::mem::size_of::<AggregateContainerState>(),
         objects.len(),
@@ -220,20 +245,29 @@ fn node_of(value: &str) -> usize {
 
 /// Usage of one minute: each pod near its node's template (base
 /// 50 + 10 × (n % 64) millicores, ~200 MB).
-fn usage(pods: &[TrackedPod], minute: i64) -> Vec<PodUsage> {
-    pods.iter()
+fn usage(history: &History, minute: i64) -> Vec<PodUsage> {
+    history
+        .pods
+        .iter()
         .enumerate()
-        .map(|(i, p)| {
+        .map(|(i, (key, p))| {
+            let (namespace, name) = key.split_once('/').unwrap_or_default();
             let n = node_of(p.node.as_deref().unwrap_or_default()) % 64;
             let base = 50.0 + 10.0 * n as f64;
             let cpu = (base * (1.0 + 0.1 * noise(i as u64 + minute as u64 * 7))) as i64;
             PodUsage {
-                namespace: p.namespace.clone(),
-                name: p.name.clone(),
+                namespace: namespace.to_owned(),
+                name: name.to_owned(),
                 timestamp: at(minute),
                 containers: CONTAINERS
                     .iter()
-                    .map(|c| ((*c).to_owned(), cpu, 190_000_000 + (i % 1000) as i64 * 10_000))
+                    .map(|c| {
+                        (
+                            (*c).to_owned(),
+                            cpu,
+                            190_000_000 + (i % 1000) as i64 * 10_000,
+                        )
+                    })
                     .collect(),
             }
         })

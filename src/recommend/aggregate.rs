@@ -117,12 +117,15 @@ impl AggregateContainerState {
             weight,
             time,
         );
-        let t = gomath::timestamp_nanos(time);
-        if t > self.last() {
-            (self.last_secs, self.last_nanos) = gomath::split_nanos(t);
+        // Compared as (seconds, nanoseconds): the same order as the i128
+        // nanoseconds, without an i128 division per sample.
+        let t = gomath::split_timestamp(time);
+        if t > (self.last_secs, self.last_nanos) {
+            (self.last_secs, self.last_nanos) = t;
         }
-        if self.first() == gomath::GO_ZERO_NANOS || t < self.first() {
-            (self.first_secs, self.first_nanos) = gomath::split_nanos(t);
+        let unset = (self.first_secs, self.first_nanos) == (gomath::GO_ZERO_UNIX_SECS, 0);
+        if unset || t < (self.first_secs, self.first_nanos) {
+            (self.first_secs, self.first_nanos) = t;
         }
         self.total_samples += 1;
     }

@@ -119,14 +119,17 @@ fn payloads(
         }
     }
     for (key, pod) in pods {
-        let Some(p) = out.get_mut(shard_of(&pod.value, n)) else {
+        let Some(value) = pod.value.as_deref() else {
+            continue;
+        };
+        let Some(p) = out.get_mut(shard_of(value, n)) else {
             continue;
         };
         let name = key.split_once('/').map_or(key.as_str(), |(_, n)| n);
         p.pods.insert(
             name.to_owned(),
             PodPayload {
-                scope_value: pod.value.to_string(),
+                scope_value: value.to_owned(),
                 containers: pod
                     .containers
                     .iter()
@@ -162,7 +165,9 @@ pub fn each_vpa(
 ) -> Result<(), CheckpointError> {
     let mut by_vpa: HashMap<&VpaKey, Vec<(&String, &PodHistory)>> = HashMap::new();
     for (key, pod) in &history.pods {
-        by_vpa.entry(&pod.vpa).or_default().push((key, pod));
+        if let Some(vpa) = &pod.vpa {
+            by_vpa.entry(vpa).or_default().push((key, pod));
+        }
     }
     let mut vpas: Vec<_> = history.vpas.iter().collect();
     vpas.sort_unstable_by(|a, b| a.0.cmp(b.0));
@@ -171,6 +176,35 @@ pub fn each_vpa(
         write(vpa_objects(vpa, containers, pods, written_at)?);
     }
     Ok(())
+}
+
+/// The VPAs that have history, sorted.
+#[must_use]
+pub fn vpas(history: &History) -> Vec<VpaKey> {
+    let mut keys: Vec<VpaKey> = history.vpas.keys().cloned().collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// One VPA's checkpoint objects (none if it has no history): for a writer
+/// that takes the model's lock for one VPA at a time.
+///
+/// # Errors
+/// Its history does not fit in 4,096 shards.
+pub fn of_vpa(
+    history: &History,
+    vpa: &VpaKey,
+    written_at: &str,
+) -> Result<Vec<Value>, CheckpointError> {
+    let Some(containers) = history.vpas.get(vpa) else {
+        return Ok(Vec::new());
+    };
+    let pods: Vec<(&String, &PodHistory)> = history
+        .pods
+        .iter()
+        .filter(|(_, p)| p.vpa.as_ref() == Some(vpa))
+        .collect();
+    vpa_objects(vpa, containers, &pods, written_at)
 }
 
 fn encode(payloads: &[Payload]) -> Vec<String> {

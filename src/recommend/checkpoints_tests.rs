@@ -21,7 +21,9 @@ fn history(nodes: usize) -> History {
     for n in 0..nodes {
         let value = format!("node-{n:05}");
         let v = h.intern_value(&value);
-        h.container_entry(&vpa, "agent").groups.insert(v, template.clone());
+        h.container_entry(&vpa, "agent")
+            .groups
+            .insert(v, template.clone());
         let state = ContainerState {
             last_cpu_ms: at(1439).as_millisecond(),
             last_memory_ms: at(1439).as_millisecond(),
@@ -30,7 +32,12 @@ fn history(nodes: usize) -> History {
             oom_peak: 0,
             last_oom_ms: 0,
         };
-        h.restore_pod(&vpa, &format!("monitoring/agent-{n}"), &value, vec![("agent".into(), 1 << 30, state)]);
+        h.restore_pod(
+            &vpa,
+            &format!("monitoring/agent-{n}"),
+            &value,
+            vec![("agent".into(), 1 << 30, state)],
+        );
     }
     h
 }
@@ -93,13 +100,19 @@ fn an_unreadable_checkpoint_is_named_with_its_field() {
     let mut objects = checkpoints(&history(1), "2026-11-25T10:00:00Z").unwrap_or_default();
     objects[0]["kind"] = KIND.into();
     objects[0]["spec"]["data"] = "{\"version\": 7}".into();
-    let error = restore(&Replay::defaults().model, &objects).map(|_| ()).err().map(|e| e.to_string());
+    let error = restore(&Replay::defaults().model, &objects)
+        .map(|_| ())
+        .err()
+        .map(|e| e.to_string());
     assert_eq!(
         error.as_deref(),
         Some("checkpoint RecommendationCheckpoint/monitoring/agent-0-of-1: spec.data: version 7 (this recommender reads 1)")
     );
     objects[0]["spec"] = serde_json::json!({"vpaName": "agent"});
-    let error = restore(&Replay::defaults().model, &objects).map(|_| ()).err().map(|e| e.to_string());
+    let error = restore(&Replay::defaults().model, &objects)
+        .map(|_| ())
+        .err()
+        .map(|e| e.to_string());
     assert_eq!(
         error.as_deref(),
         Some("checkpoint RecommendationCheckpoint/monitoring/agent-0-of-1: missing field `shard`")
@@ -112,6 +125,9 @@ fn a_long_vpa_name_still_makes_a_valid_object_name() {
     let name = object_name(&long, 3, 16);
     assert!(name.len() <= 253, "{}", name.len());
     assert!(name.ends_with("-3-of-16"), "{name}");
-    assert_ne!(object_name(&long, 3, 16), object_name(&format!("{long}b"), 3, 16));
+    assert_ne!(
+        object_name(&long, 3, 16),
+        object_name(&format!("{long}b"), 3, 16)
+    );
     assert_eq!(object_name("agent", 0, 1), "agent-0-of-1");
 }

@@ -12,8 +12,8 @@ use super::checkpoints::{self as checkpoint, KIND};
 use super::input::{PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
-use super::status::{needs_write, vpa_status};
-use super::watch::{NodeWatch, PodWatches};
+use super::status::{needs_write, vpa_status, VpaStatus};
+use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::Metrics;
 use k8s_openapi::jiff::Timestamp;
@@ -22,6 +22,7 @@ use kube::discovery::ApiResource;
 use kube::Client;
 use serde_json::{json, Value};
 use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How the loop runs.
@@ -162,36 +163,41 @@ async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterErr
     Ok(checkpoint::restore(&replay.model, &objects)?)
 }
 
-/// Applies every checkpoint object, then deletes the ones this write did
+/// Applies every checkpoint object, VPA by VPA (each encoded under the
+/// model's lock, written after it), then deletes the ones this write did
 /// not produce (a VPA gone, or fewer shards than before).
 async fn write_checkpoints(
     client: &Client,
-    history: &History,
+    history: &Shared,
     now: Timestamp,
     metrics: &Metrics,
 ) -> Result<(), ClusterError> {
-    let objects = checkpoint::checkpoints(history, &now.to_string())?;
+    let written_at = now.to_string();
     let params = PatchParams::apply("nodescope-recommender").force();
     let mut written = HashSet::new();
-    for object in &objects {
-        let ns = object
-            .pointer("/metadata/namespace")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
-        match api.patch(name, &params, &Patch::Apply(object)).await {
-            Ok(_) => metrics.checkpoint_write(true),
-            Err(error) => {
-                metrics.checkpoint_write(false);
-                tracing::warn!(namespace = ns, name, %error, "checkpoint not written");
+    let vpas = checkpoint::vpas(&lock(history));
+    for vpa in vpas {
+        let objects = checkpoint::of_vpa(&lock(history), &vpa, &written_at)?;
+        for object in &objects {
+            let ns = object
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let name = object
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
+            match api.patch(name, &params, &Patch::Apply(object)).await {
+                Ok(_) => metrics.checkpoint_write(true),
+                Err(error) => {
+                    metrics.checkpoint_write(false);
+                    tracing::warn!(namespace = ns, name, %error, "checkpoint not written");
+                }
             }
+            written.insert((ns.to_owned(), name.to_owned()));
         }
-        written.insert((ns.to_owned(), name.to_owned()));
     }
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
     let existing = api
@@ -220,13 +226,13 @@ async fn write_status(
     client: &Client,
     vpa: &ScopedVpa,
     resource_version: &str,
-    status: &Value,
+    status: &VpaStatus,
 ) -> Result<(), kube::Error> {
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), &vpa.namespace, &vpa_resource());
     let patch = json!([
         {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
-        {"op": "add", "path": "/status", "value": status},
+        {"op": "add", "path": "/status", "value": status.to_value()},
     ]);
     let patch: json_patch::Patch =
         serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
@@ -239,12 +245,14 @@ async fn write_status(
     .map(|_| ())
 }
 
-/// One interval: read, compute, write the statuses that changed. Returns
-/// whether usage could be read (an outage keeps the last statuses).
+/// One interval: read, compute (under the model's lock), write the
+/// statuses that changed (after it). Returns whether usage could be read
+/// (an outage keeps the last statuses).
 async fn interval(
     client: &Client,
     config: &LoopConfig,
-    history: &mut History,
+    history: &Shared,
+    pending: &mut Option<History>,
     pods: &mut PodWatches,
     nodes: &NodeWatch,
     metrics: &Metrics,
@@ -272,34 +280,43 @@ async fn interval(
         .max()
         .unwrap_or_else(Timestamp::now);
     let scoped: Vec<ScopedVpa> = vpas.iter().map(|(v, _)| v.clone()).collect();
-    let ingested = history.observe(
-        &config.replay.model,
-        &scoped,
-        &pods.snapshot(),
-        &nodes.snapshot(),
-        &usage,
-        now,
-    );
-    metrics.recommender_ingested(ingested.samples, ingested.dropped, history.keys());
-    let counts = history.pod_counts();
-    for (vpa, resource_version) in &vpas {
-        let key = format!("{}/{}", vpa.namespace, vpa.name);
-        let status = vpa_status(
-            &config.replay.status,
-            &config.replay.model.history,
-            vpa,
-            history.vpas.get(key.as_str()),
-            counts.get(key.as_str()).copied().unwrap_or(0),
-            now,
-        );
-        if !needs_write(&vpa.status, &status) {
-            continue;
+    let node_labels = nodes.snapshot();
+    let writes: Vec<(&ScopedVpa, &String, VpaStatus)> = {
+        let mut model = lock(history);
+        // The checkpointed windows attach to the pods the watch knows, so
+        // they are taken once the watches have listed.
+        if let Some(checkpointed) = pending.take() {
+            model.adopt(checkpointed);
+            tracing::info!(
+                keys = model.keys(),
+                pods = model.pods.len(),
+                "history restored from checkpoints"
+            );
         }
+        let ingested = model.observe(&config.replay.model, &scoped, &node_labels, &usage, now);
+        metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
+        let counts = model.pod_counts();
+        vpas.iter()
+            .filter_map(|(vpa, resource_version)| {
+                let key = format!("{}/{}", vpa.namespace, vpa.name);
+                let status = vpa_status(
+                    &config.replay.status,
+                    &config.replay.model.history,
+                    vpa,
+                    model.vpas.get(key.as_str()),
+                    counts.get(key.as_str()).copied().unwrap_or(0),
+                    now,
+                );
+                needs_write(&vpa.status, &status).then_some((vpa, resource_version, status))
+            })
+            .collect()
+    };
+    for (vpa, resource_version, status) in writes {
         match write_status(client, vpa, resource_version, &status).await {
             Ok(()) => metrics.recommendation_write(true),
             Err(error) => {
                 metrics.recommendation_write(false);
-                tracing::warn!(vpa = %key, %error, "status not written; the next interval re-reads the VPA");
+                tracing::warn!(vpa = %format!("{}/{}", vpa.namespace, vpa.name), %error, "status not written; the next interval re-reads the VPA");
             }
         }
     }
@@ -325,8 +342,12 @@ pub async fn run(
     let _export = leadership.export(&metrics);
     let mut leading = leadership.leading();
     let nodes = NodeWatch::start(&client);
-    let mut pods = PodWatches::default();
-    let mut history: Option<History> = None;
+    let history: Shared = Arc::new(Mutex::new(History::default()));
+    let mut pods = PodWatches::new(Arc::clone(&history));
+    // Whether the model holds the history (restored from checkpoints since
+    // this replica began to lead).
+    let mut restored = false;
+    let mut pending: Option<History> = None;
     let mut ticker = tokio::time::interval(config.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_checkpoint = tokio::time::Instant::now();
@@ -341,42 +362,52 @@ pub async fn run(
             }
         }
         if !*leading.borrow() {
-            if history.take().is_some() {
+            if restored {
+                lock(&history).forget();
+                pending = None;
+                restored = false;
                 tracing::info!(lease = %config.lease.lease(), "lost the Lease: history dropped, the new leader goes on from the checkpoints");
             }
             continue;
         }
-        let model = match history.as_mut() {
-            Some(model) => model,
-            None => match restore(&client, &config.replay).await {
-                Ok(restored) => {
-                    tracing::info!(
-                        keys = restored.keys(),
-                        pods = restored.pods.len(),
-                        "leading: history restored from checkpoints"
-                    );
+        if !restored {
+            match restore(&client, &config.replay).await {
+                Ok(checkpointed) => {
+                    tracing::info!(keys = checkpointed.keys(), "leading: checkpoints read");
+                    pending = Some(checkpointed);
+                    restored = true;
                     last_checkpoint = tokio::time::Instant::now();
-                    history.insert(restored)
                 }
                 Err(error) => {
                     tracing::warn!(%error, "checkpoints not read; retrying next interval");
                     continue;
                 }
-            },
-        };
-        if let Err(error) = interval(&client, &config, model, &mut pods, &nodes, &metrics).await {
+            }
+        }
+        if let Err(error) = interval(
+            &client,
+            &config,
+            &history,
+            &mut pending,
+            &mut pods,
+            &nodes,
+            &metrics,
+        )
+        .await
+        {
             tracing::warn!(%error, "interval failed; retrying next interval");
         }
         if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
-            if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await
+            if let Err(error) =
+                write_checkpoints(&client, &history, Timestamp::now(), &metrics).await
             {
                 tracing::warn!(%error, "checkpoints not written");
             }
             last_checkpoint = tokio::time::Instant::now();
         }
     }
-    if let (Some(model), true) = (&history, *leading.borrow()) {
-        if let Err(error) = write_checkpoints(&client, model, Timestamp::now(), &metrics).await {
+    if restored && pending.is_none() && *leading.borrow() {
+        if let Err(error) = write_checkpoints(&client, &history, Timestamp::now(), &metrics).await {
             tracing::warn!(%error, "last checkpoints not written");
         }
     }

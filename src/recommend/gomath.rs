@@ -364,6 +364,17 @@ pub(crate) fn join_nanos(secs: i64, nanos: u32) -> i128 {
     i128::from(secs) * NANOS_PER_SEC + i128::from(nanos)
 }
 
+/// A jiff timestamp as [`split_nanos`] of its nanoseconds would give it,
+/// without the i128 division.
+pub(crate) fn split_timestamp(t: k8s_openapi::jiff::Timestamp) -> (i64, u32) {
+    let (secs, nanos) = (t.as_second(), t.subsec_nanosecond());
+    if nanos < 0 {
+        (secs - 1, (nanos + 1_000_000_000).unsigned_abs())
+    } else {
+        (secs, nanos.unsigned_abs())
+    }
+}
+
 /// A jiff timestamp in nanoseconds since the Unix epoch.
 pub(crate) fn timestamp_nanos(t: k8s_openapi::jiff::Timestamp) -> i128 {
     t.as_nanosecond()

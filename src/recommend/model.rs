@@ -4,7 +4,9 @@
 //! aggregates by pod labels; here the key gains the scope value of the pod's
 //! node, resolved by the webhook's own [`Placement::resolve`].
 //!
-//! Pure: an interval's input goes in, nothing is read or written outside.
+//! Pure: pods and an interval's input go in, nothing is read or written
+//! outside. The pods are kept here, not beside: at 500,000 DaemonSet pods a
+//! second copy would cost more than the aggregates.
 
 use super::aggregate::{AggregateContainerState, HistoryConfig};
 use super::container::{ContainerState, PeakConfig, Sink};
@@ -27,6 +29,10 @@ pub struct ModelConfig {
 /// `namespace/name` of a VPA.
 pub type VpaKey = Arc<str>;
 
+/// The model's hash maps (foldhash: short string keys, a million lookups an
+/// interval; randomly seeded per process).
+pub type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
 /// The history of one container of one VPA: an aggregate per scope value.
 /// The DaemonSet-wide state behind `status.recommendation` is their merge,
 /// taken when the status is computed, as upstream merges a VPA's
@@ -34,21 +40,32 @@ pub type VpaKey = Arc<str>;
 /// are exactly such keys.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ContainerHistory {
-    pub groups: HashMap<Arc<str>, AggregateContainerState>,
+    pub groups: FastMap<Arc<str>, AggregateContainerState>,
 }
 
-/// A tracked pod: where its samples go, and its containers' states.
-#[derive(Clone, Debug)]
+/// A pod of a DaemonSet in a watched namespace: what it is (as last
+/// listed) and where its samples went.
+#[derive(Clone, Debug, Default)]
 pub struct PodHistory {
-    pub vpa: VpaKey,
-    pub value: Arc<str>,
+    /// Its namespace (also the key's first part, kept apart so that placing
+    /// 500,000 pods an interval splits no strings).
+    pub namespace: Arc<str>,
+    /// The DaemonSet that controls it.
+    pub daemonset: Arc<str>,
+    /// Its node, once bound.
+    pub node: Option<Arc<str>>,
     /// (name, memory request bytes, state), in spec order.
-    pub containers: Vec<(Arc<str>, i64, ContainerState)>,
-    /// The interval that last listed the pod; a pod not listed is gone.
-    seen: u64,
+    pub containers: Box<[(Arc<str>, i64, ContainerState)]>,
+    /// OOM kills its statuses show (usually none).
+    pub oom_kills: Box<[(Arc<str>, Timestamp)]>,
+    /// The VPA and scope value of its samples at the last interval; `None`
+    /// when no scoped VPA targets its DaemonSet or its node is unknown.
+    pub vpa: Option<VpaKey>,
+    pub value: Option<Arc<str>>,
 }
 
-/// Equal when the histories are: `seen` is bookkeeping.
+/// Equal when the histories are: what the pod is comes from the watch (or
+/// the store files), not from a checkpoint.
 impl PartialEq for PodHistory {
     fn eq(&self, other: &Self) -> bool {
         self.vpa == other.vpa && self.value == other.value && self.containers == other.containers
@@ -63,20 +80,35 @@ pub struct Ingested {
     pub ooms: u64,
 }
 
-/// The whole model.
+/// The whole model. Pods are kept up to date by [`History::upsert_pod`]
+/// and [`History::remove_pod`] (from a watch, or once from store files);
+/// [`History::observe`] then takes an interval's usage.
 #[derive(Clone, Debug, Default)]
 pub struct History {
     /// By VPA, then container name.
-    pub vpas: HashMap<VpaKey, BTreeMap<Arc<str>, ContainerHistory>>,
+    pub vpas: FastMap<VpaKey, BTreeMap<Arc<str>, ContainerHistory>>,
     /// By `namespace/name`.
-    pub pods: HashMap<String, PodHistory>,
-    /// Scope values, container names and VPA keys, shared by every key that
-    /// uses them (5,000 node names under 100 VPAs are stored once).
-    names: HashMap<Arc<str>, ()>,
-    /// Intervals observed, to stamp the pods each one lists.
-    intervals: u64,
+    pub pods: FastMap<String, PodHistory>,
+    /// Scope values, container, DaemonSet and node names and VPA keys,
+    /// shared by every key that uses them (5,000 node names under 100
+    /// VPAs are stored once).
+    names: Names,
     /// Reused for `namespace/name` lookups, so a lookup allocates nothing.
     key: String,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Names(FastMap<Arc<str>, ()>);
+
+impl Names {
+    fn get(&mut self, s: &str) -> Arc<str> {
+        if let Some((k, ())) = self.0.get_key_value(s) {
+            return k.clone();
+        }
+        let k: Arc<str> = Arc::from(s);
+        self.0.insert(k.clone(), ());
+        k
+    }
 }
 
 /// Equal when the histories are: the interned names are a cache.
@@ -89,7 +121,7 @@ impl PartialEq for History {
 impl History {
     /// The history of `container` of `vpa`, created empty if new.
     pub fn container_entry(&mut self, vpa: &VpaKey, container: &str) -> &mut ContainerHistory {
-        let container = self.intern(container);
+        let container = self.names.get(container);
         self.vpas
             .entry(vpa.clone())
             .or_default()
@@ -99,10 +131,12 @@ impl History {
 
     /// A scope value, shared with every other key that has it.
     pub fn intern_value(&mut self, value: &str) -> Arc<str> {
-        self.intern(value)
+        self.names.get(value)
     }
 
-    /// Puts back a pod read from a checkpoint.
+    /// Puts back a pod read from a checkpoint: where its samples went and
+    /// its containers' windows. What the pod is comes later, from the
+    /// watch or the store ([`Self::upsert_pod`] keeps the windows).
     pub fn restore_pod(
         &mut self,
         vpa: &VpaKey,
@@ -110,29 +144,120 @@ impl History {
         value: &str,
         containers: Vec<(String, i64, ContainerState)>,
     ) {
-        let value = self.intern(value);
+        let value = self.names.get(value);
         let containers = containers
             .into_iter()
-            .map(|(name, memory, state)| (self.intern(&name), memory, state))
+            .map(|(name, memory, state)| (self.names.get(&name), memory, state))
             .collect();
+        let namespace = self.names.get(key.split_once('/').map_or("", |(ns, _)| ns));
         self.pods.insert(
             key.to_owned(),
             PodHistory {
-                vpa: vpa.clone(),
-                value,
+                namespace,
                 containers,
-                seen: self.intervals,
+                vpa: Some(vpa.clone()),
+                value: Some(value),
+                ..PodHistory::default()
             },
         );
     }
 
-    fn intern(&mut self, s: &str) -> Arc<str> {
-        if let Some((k, ())) = self.names.get_key_value(s) {
-            return k.clone();
+    /// Takes a restored history's aggregates and windows, for the pods this
+    /// one knows (a pod the checkpoint has but the watch does not is gone).
+    pub fn adopt(&mut self, restored: History) {
+        self.vpas = restored.vpas;
+        for pod in self.pods.values_mut() {
+            pod.vpa = None;
+            pod.value = None;
+            for (_, _, state) in pod.containers.iter_mut() {
+                *state = ContainerState::default();
+            }
         }
-        let k: Arc<str> = Arc::from(s);
-        self.names.insert(k.clone(), ());
-        k
+        for (key, old) in restored.pods {
+            let Some(pod) = self.pods.get_mut(&key) else {
+                continue;
+            };
+            pod.vpa = old.vpa;
+            pod.value = old.value;
+            for (name, _, state) in pod.containers.iter_mut() {
+                if let Some((_, _, s)) = old.containers.iter().find(|(n, _, _)| n == name) {
+                    *state = *s;
+                }
+            }
+        }
+    }
+
+    /// Forgets every aggregate and window (this replica no longer leads),
+    /// keeping what the pods are.
+    pub fn forget(&mut self) {
+        self.adopt(History::default());
+    }
+
+    /// Adds or updates a pod from a listing or a watch event. A pod whose
+    /// containers are the same keeps their windows.
+    pub fn upsert_pod(&mut self, pod: &TrackedPod) {
+        let names = &mut self.names;
+        let containers: Vec<(Arc<str>, i64)> = pod
+            .containers
+            .iter()
+            .map(|(name, memory)| (names.get(name), *memory))
+            .collect();
+        let oom_kills = pod
+            .oom_kills
+            .iter()
+            .map(|(name, at)| (names.get(name), *at))
+            .collect();
+        let daemonset = names.get(&pod.daemonset);
+        let namespace = names.get(&pod.namespace);
+        let node = pod.node.as_deref().map(|n| names.get(n));
+        set_key(&mut self.key, &pod.namespace, &pod.name);
+        let entry = match self.pods.get_mut(self.key.as_str()) {
+            Some(entry) => entry,
+            None => self.pods.entry(self.key.clone()).or_default(),
+        };
+        let same = entry.containers.len() == containers.len()
+            && entry
+                .containers
+                .iter()
+                .zip(&containers)
+                .all(|((a, _, _), (b, _))| a == b);
+        if same {
+            for ((_, memory, _), (_, request)) in entry.containers.iter_mut().zip(&containers) {
+                *memory = *request;
+            }
+        } else {
+            entry.containers = containers
+                .into_iter()
+                .map(|(name, memory)| {
+                    let state = entry
+                        .containers
+                        .iter()
+                        .find(|(n, _, _)| *n == name)
+                        .map(|(_, _, s)| *s)
+                        .unwrap_or_default();
+                    (name, memory, state)
+                })
+                .collect();
+        }
+        entry.namespace = namespace;
+        entry.daemonset = daemonset;
+        entry.node = node;
+        entry.oom_kills = oom_kills;
+    }
+
+    /// Forgets a deleted pod.
+    pub fn remove_pod(&mut self, namespace: &str, name: &str) {
+        set_key(&mut self.key, namespace, name);
+        self.pods.remove(self.key.as_str());
+    }
+
+    /// Keeps only the pods for which `keep(namespace, name)` holds (a
+    /// namespace listed again, or no longer watched).
+    pub fn retain_pods(&mut self, mut keep: impl FnMut(&str, &str) -> bool) {
+        self.pods.retain(|key, _| {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+            keep(namespace, name)
+        });
     }
 
     /// How many aggregates (one per VPA, container and scope value) are held.
@@ -145,139 +270,99 @@ impl History {
             .sum()
     }
 
-    /// Takes one interval: the pods as listed now (their nodes, requests
-    /// and OOM kills), then the usage samples, then the kills, in upstream's
-    /// order (`LoadPods`, `LoadRealTimeMetrics`, the OOM channel), then
-    /// forgets pods that are gone and aggregates that expired.
+    /// Takes one interval, in upstream's order: where each pod's samples
+    /// go now (`LoadPods`: its VPA, and the scope value of its node), the
+    /// usage samples (`LoadRealTimeMetrics`), the OOM kills (upstream's OOM
+    /// channel), then forgets aggregates that expired.
     pub fn observe(
         &mut self,
         config: &ModelConfig,
         vpas: &[ScopedVpa],
-        pods: &[TrackedPod],
         nodes: &impl NodeLabels,
         usage: &[PodUsage],
         now: Timestamp,
     ) -> Ingested {
         let mut stats = Ingested::default();
-        self.intervals += 1;
-        let mut by_target: HashMap<(&str, &str), (VpaKey, &ScopedVpa)> = HashMap::new();
-        for v in vpas {
-            let key = self.intern(&format!("{}/{}", v.namespace, v.name));
-            by_target.insert((v.namespace.as_str(), v.daemonset.as_str()), (key, v));
-        }
+        self.place(vpas, nodes);
         let mut key = std::mem::take(&mut self.key);
-        for pod in pods {
-            let Some((vpa_key, vpa)) =
-                by_target.get(&(pod.namespace.as_str(), pod.daemonset.as_str()))
-            else {
-                continue;
-            };
-            let Placement::Group { value, .. } =
-                Placement::resolve(&vpa.scope, pod.node.as_deref(), nodes)
-            else {
-                continue;
-            };
-            set_key(&mut key, &pod.namespace, &pod.name);
-            self.track(&key, vpa_key, value, pod);
-        }
-        let stamp = self.intervals;
-        self.pods.retain(|_, p| p.seen == stamp);
         for sample in usage {
             set_key(&mut key, &sample.namespace, &sample.name);
             self.add_usage(config, &key, sample, &mut stats);
         }
-        for pod in pods.iter().filter(|p| !p.oom_kills.is_empty()) {
-            set_key(&mut key, &pod.namespace, &pod.name);
-            // A kill later than this interval is not known yet: offline, a
-            // store file shows the pod as it ended up, while the replay is
-            // still earlier in its week.
-            for (container, finished_at) in pod.oom_kills.iter().filter(|(_, at)| *at <= now) {
-                if self.record_oom(config, &key, container, *finished_at) {
-                    stats.ooms += 1;
-                }
-            }
-        }
         self.key = key;
+        stats.ooms = self.record_ooms(config, now);
         self.collect_garbage(config, now);
         stats
     }
 
-    /// Marks a pod listed this interval. A pod seen before on the same
-    /// scope value with the same containers only gets its stamp; otherwise
-    /// it is (re)registered, and a move to another scope value starts its
-    /// containers afresh: their window peaks belong to the old group.
-    fn track(&mut self, key: &str, vpa: &VpaKey, value: &str, pod: &TrackedPod) {
-        let stamp = self.intervals;
-        if let Some(entry) = self.pods.get_mut(key) {
-            let same = entry.vpa == *vpa
-                && *entry.value == *value
-                && entry.containers.len() == pod.containers.len()
-                && entry
-                    .containers
-                    .iter()
-                    .zip(&pod.containers)
-                    .all(|((a, _, _), (b, _))| **a == **b);
-            if same {
-                for ((_, memory, _), (_, request)) in entry.containers.iter_mut().zip(&pod.containers) {
-                    *memory = *request;
-                }
-                entry.seen = stamp;
-                return;
-            }
-        }
-        let value = self.intern(value);
-        let containers: Vec<_> = pod
-            .containers
+    /// Resolves each pod's VPA and scope value. A pod that moved to another
+    /// value (its node's label changed) starts its containers afresh: their
+    /// window peaks belong to the old group. upstream creates a container's
+    /// aggregate when the container is first seen, before any sample, and
+    /// so does this: an aggregate with no samples still counts for the
+    /// DaemonSet (it gets the minimum recommendation).
+    fn place(&mut self, vpas: &[ScopedVpa], nodes: &impl NodeLabels) {
+        let names = &mut self.names;
+        let by_target: FastMap<(&str, &str), (VpaKey, &ScopedVpa)> = vpas
             .iter()
-            .map(|(name, memory)| (self.intern(name), *memory))
-            .collect();
-        let entry = self
-            .pods
-            .entry(key.to_owned())
-            .or_insert_with(|| PodHistory {
-                vpa: vpa.clone(),
-                value: value.clone(),
-                containers: Vec::new(),
-                seen: stamp,
-            });
-        if entry.vpa != *vpa || entry.value != value {
-            entry.vpa = vpa.clone();
-            entry.value = value.clone();
-            entry.containers.clear();
-        }
-        let states: Vec<_> = containers
-            .into_iter()
-            .map(|(name, memory)| {
-                let state = entry
-                    .containers
-                    .iter()
-                    .find(|(n, _, _)| *n == name)
-                    .map(|(_, _, s)| *s)
-                    .unwrap_or_default();
-                (name, memory, state)
+            .map(|v| {
+                let key = names.get(&format!("{}/{}", v.namespace, v.name));
+                ((v.namespace.as_str(), v.daemonset.as_str()), (key, v))
             })
             .collect();
-        entry.containers = states;
-        entry.seen = stamp;
-        // upstream creates the aggregate when the container is first seen,
-        // before any sample: an aggregate with no samples still counts for
-        // the DaemonSet (it gets the minimum recommendation).
-        let by_container = self.vpas.entry(vpa.clone()).or_default();
-        for (name, _, _) in &entry.containers {
-            by_container
-                .entry(name.clone())
-                .or_default()
-                .groups
-                .entry(value.clone())
-                .or_default();
+        for pod in self.pods.values_mut() {
+            let placed =
+                by_target
+                    .get(&(&*pod.namespace, &*pod.daemonset))
+                    .and_then(|(vpa_key, vpa)| {
+                        match Placement::resolve(&vpa.scope, pod.node.as_deref(), nodes) {
+                            Placement::Group { value, .. } => Some((vpa_key, value)),
+                            _ => None,
+                        }
+                    });
+            let Some((vpa, value)) = placed else {
+                pod.vpa = None;
+                pod.value = None;
+                continue;
+            };
+            let unchanged = pod.vpa.as_ref() == Some(vpa) && pod.value.as_deref() == Some(value);
+            if unchanged {
+                continue;
+            }
+            let value = names.get(value);
+            if pod.vpa.is_some() {
+                for (_, _, state) in pod.containers.iter_mut() {
+                    *state = ContainerState::default();
+                }
+            }
+            pod.vpa = Some(vpa.clone());
+            pod.value = Some(value.clone());
+            let by_container = self.vpas.entry(vpa.clone()).or_default();
+            for (name, _, _) in pod.containers.iter() {
+                by_container
+                    .entry(name.clone())
+                    .or_default()
+                    .groups
+                    .entry(value.clone())
+                    .or_default();
+            }
         }
     }
 
-    fn add_usage(&mut self, config: &ModelConfig, key: &str, sample: &PodUsage, stats: &mut Ingested) {
+    fn add_usage(
+        &mut self,
+        config: &ModelConfig,
+        key: &str,
+        sample: &PodUsage,
+        stats: &mut Ingested,
+    ) {
         let Some(pod) = self.pods.get_mut(key) else {
             return;
         };
-        let Some(containers) = self.vpas.get_mut(&pod.vpa) else {
+        let (Some(vpa), Some(value)) = (&pod.vpa, &pod.value) else {
+            return;
+        };
+        let Some(containers) = self.vpas.get_mut(vpa) else {
             return;
         };
         for (name, cpu, memory) in &sample.containers {
@@ -289,10 +374,13 @@ impl History {
                 stats.dropped += 2;
                 continue;
             };
-            let history = containers.entry(container.clone()).or_default();
-            let group = match history.groups.get_mut(&pod.value) {
+            let history = match containers.get_mut(container) {
+                Some(history) => history,
+                None => containers.entry(container.clone()).or_default(),
+            };
+            let group = match history.groups.get_mut(value) {
                 Some(group) => group,
-                None => history.groups.entry(pod.value.clone()).or_default(),
+                None => history.groups.entry(value.clone()).or_default(),
             };
             let mut sink = Sink {
                 config: &config.history,
@@ -311,40 +399,45 @@ impl History {
         }
     }
 
-    fn record_oom(
-        &mut self,
-        config: &ModelConfig,
-        key: &str,
-        container: &str,
-        finished_at: Timestamp,
-    ) -> bool {
-        let Some(pod) = self.pods.get_mut(key) else {
-            return false;
-        };
-        let Some((name, request, state)) =
-            pod.containers.iter_mut().find(|(n, _, _)| **n == *container)
-        else {
-            return false;
-        };
-        let group = self
-            .vpas
-            .entry(pod.vpa.clone())
-            .or_default()
-            .entry(name.clone())
-            .or_default()
-            .groups
-            .entry(pod.value.clone())
-            .or_default();
-        let mut sink = Sink {
-            config: &config.history,
-            group,
-        };
-        state.record_oom_once(&mut sink, &config.peaks, finished_at, *request)
+    /// Records each placed pod's OOM kills up to `now`: a kill later than
+    /// this interval is not known yet (offline, a store file shows the pod
+    /// as it ended up while the replay is earlier in its week).
+    fn record_ooms(&mut self, config: &ModelConfig, now: Timestamp) -> u64 {
+        let mut recorded = 0;
+        for pod in self.pods.values_mut().filter(|p| !p.oom_kills.is_empty()) {
+            let (Some(vpa), Some(value)) = (&pod.vpa, &pod.value) else {
+                continue;
+            };
+            for (container, finished_at) in pod.oom_kills.iter().filter(|(_, at)| *at <= now) {
+                let Some((name, request, state)) =
+                    pod.containers.iter_mut().find(|(n, _, _)| n == container)
+                else {
+                    continue;
+                };
+                let group = self
+                    .vpas
+                    .entry(vpa.clone())
+                    .or_default()
+                    .entry(name.clone())
+                    .or_default()
+                    .groups
+                    .entry(value.clone())
+                    .or_default();
+                let mut sink = Sink {
+                    config: &config.history,
+                    group,
+                };
+                if state.record_oom_once(&mut sink, &config.peaks, *finished_at, *request) {
+                    recorded += 1;
+                }
+            }
+        }
+        recorded
     }
 
     /// upstream `garbageCollectAggregateCollectionStates`: an aggregate whose
     /// last sample is a whole aggregation window old goes, and so does an
-    /// empty one no tracked pod feeds; a VPA left with nothing goes too.
+    /// empty one no placed pod feeds; a VPA left with nothing goes too.
     /// Only empty aggregates (rare: a container listed but not yet sampled)
     /// need the pods, so the index of what pods feed is built only for them.
     fn collect_garbage(&mut self, config: &ModelConfig, now: Timestamp) {
@@ -358,11 +451,13 @@ impl History {
             .values()
             .flat_map(BTreeMap::values)
             .any(|c| c.groups.values().any(AggregateContainerState::is_empty));
-        let mut fed: HashSet<(&str, &str, &str)> = HashSet::new();
+        let mut fed: HashSet<(&str, &str, &str), foldhash::fast::RandomState> = HashSet::default();
         if any_empty {
             for pod in self.pods.values() {
-                for (name, _, _) in &pod.containers {
-                    fed.insert((&pod.vpa, name, &pod.value));
+                if let (Some(vpa), Some(value)) = (&pod.vpa, &pod.value) {
+                    for (name, _, _) in pod.containers.iter() {
+                        fed.insert((vpa, name, value));
+                    }
                 }
             }
         }
@@ -377,13 +472,13 @@ impl History {
         self.vpas.retain(|_, containers| !containers.is_empty());
     }
 
-    /// How many tracked pods each VPA has (upstream's `PodCount`, behind
-    /// the `NoPodsMatched` condition).
+    /// How many placed pods each VPA has (upstream's `PodCount`, behind the
+    /// `NoPodsMatched` condition).
     #[must_use]
     pub fn pod_counts(&self) -> HashMap<VpaKey, usize> {
         let mut counts = HashMap::new();
-        for pod in self.pods.values() {
-            *counts.entry(pod.vpa.clone()).or_default() += 1;
+        for vpa in self.pods.values().filter_map(|p| p.vpa.as_ref()) {
+            *counts.entry(vpa.clone()).or_default() += 1;
         }
         counts
     }

@@ -58,6 +58,28 @@ fn usage(name: &str, minute: i64, millicores: i64, bytes: i64) -> PodUsage {
     }
 }
 
+/// One interval as the cluster loop runs it: the watch has left exactly
+/// `pods` in the model, then the usage comes.
+fn step(
+    h: &mut History,
+    config: &ModelConfig,
+    vpas: &[ScopedVpa],
+    pods: &[TrackedPod],
+    nodes: &impl NodeLabels,
+    usage: &[PodUsage],
+    now: Timestamp,
+) -> Ingested {
+    let names: std::collections::HashSet<(String, String)> = pods
+        .iter()
+        .map(|p| (p.namespace.clone(), p.name.clone()))
+        .collect();
+    h.retain_pods(|ns, n| names.contains(&(ns.to_owned(), n.to_owned())));
+    for p in pods {
+        h.upsert_pod(p);
+    }
+    h.observe(config, vpas, nodes, usage, now)
+}
+
 fn samples(h: &History, value: &str) -> u64 {
     h.vpas
         .get("monitoring/agent")
@@ -79,7 +101,15 @@ fn samples_go_to_the_group_of_the_nodes_label_value_and_to_the_daemonset() {
         .iter()
         .map(|p| usage(p, 0, 100, 100 << 20))
         .collect();
-    let stats = h.observe(&config(), &[vpa("zone")], &pods, &nodes(), &u, at(0));
+    let stats = step(
+        &mut h,
+        &config(),
+        &[vpa("zone")],
+        &pods,
+        &nodes(),
+        &u,
+        at(0),
+    );
     assert_eq!(
         stats,
         Ingested {
@@ -100,7 +130,8 @@ fn a_node_scope_groups_by_node_name_without_node_labels() {
     let mut h = History::default();
     let pods = [pod("p1", "n1"), pod("p9", "unknown-node")];
     let u = [usage("p1", 0, 100, 1 << 20), usage("p9", 0, 100, 1 << 20)];
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("node")],
         &pods,
@@ -116,7 +147,8 @@ fn a_node_scope_groups_by_node_name_without_node_labels() {
 fn a_pod_on_a_node_the_store_does_not_know_is_not_tracked_under_a_label_scope() {
     let mut h = History::default();
     let pods = [pod("p9", "unknown-node")];
-    let stats = h.observe(
+    let stats = step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &pods,
@@ -125,7 +157,8 @@ fn a_pod_on_a_node_the_store_does_not_know_is_not_tracked_under_a_label_scope() 
         at(0),
     );
     assert_eq!(stats, Ingested::default());
-    assert!(h.pods.is_empty());
+    assert_eq!(h.pods["monitoring/p9"].vpa, None);
+    assert!(h.pod_counts().is_empty());
 }
 
 #[test]
@@ -139,7 +172,15 @@ fn duplicate_and_unknown_container_samples_are_dropped() {
         usage("p1", 0, 200, 1 << 20),
         odd,
     ];
-    let stats = h.observe(&config(), &[vpa("zone")], &pods, &nodes(), &u, at(1));
+    let stats = step(
+        &mut h,
+        &config(),
+        &[vpa("zone")],
+        &pods,
+        &nodes(),
+        &u,
+        at(1),
+    );
     // The second sample of minute 0: CPU out of order (dropped); memory of
     // the same time is taken (upstream only drops older memory samples).
     assert_eq!(
@@ -158,7 +199,8 @@ fn an_oom_kill_is_recorded_once_however_often_the_pod_is_seen() {
     let mut p = pod("p1", "n1");
     p.oom_kills.push(("agent".into(), at(0)));
     for minute in 0..3 {
-        let stats = h.observe(
+        let stats = step(
+            &mut h,
             &config(),
             &[vpa("zone")],
             &[p.clone()],
@@ -176,7 +218,8 @@ fn an_oom_kill_is_recorded_once_however_often_the_pod_is_seen() {
 #[test]
 fn a_pod_that_is_gone_is_forgotten_and_its_empty_group_collected() {
     let mut h = History::default();
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[pod("p1", "n1"), pod("p3", "n3")],
@@ -185,7 +228,8 @@ fn a_pod_that_is_gone_is_forgotten_and_its_empty_group_collected() {
         at(0),
     );
     assert_eq!(h.pods.len(), 2);
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[pod("p1", "n1")],
@@ -202,7 +246,8 @@ fn a_pod_that_is_gone_is_forgotten_and_its_empty_group_collected() {
 #[test]
 fn history_older_than_the_aggregation_window_is_dropped() {
     let mut h = History::default();
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[pod("p1", "n1")],
@@ -211,7 +256,8 @@ fn history_older_than_the_aggregation_window_is_dropped() {
         at(0),
     );
     let eight_days = 8 * 24 * 60;
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[],
@@ -220,7 +266,8 @@ fn history_older_than_the_aggregation_window_is_dropped() {
         at(eight_days - 1),
     );
     assert_eq!(samples(&h, "a"), 1);
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[],
@@ -235,7 +282,8 @@ fn history_older_than_the_aggregation_window_is_dropped() {
 fn a_pod_whose_node_changes_value_starts_its_window_afresh_in_the_new_group() {
     let mut h = History::default();
     let p = pod("p1", "n1");
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         std::slice::from_ref(&p),
@@ -245,7 +293,8 @@ fn a_pod_whose_node_changes_value_starts_its_window_afresh_in_the_new_group() {
     );
     let mut relabelled = nodes();
     relabelled.insert(&json!({"metadata": {"name": "n1", "labels": {"zone": "b"}}}));
-    h.observe(
+    step(
+        &mut h,
         &config(),
         &[vpa("zone")],
         &[p],
@@ -255,5 +304,5 @@ fn a_pod_whose_node_changes_value_starts_its_window_afresh_in_the_new_group() {
     );
     assert_eq!(samples(&h, "a"), 1);
     assert_eq!(samples(&h, "b"), 1);
-    assert_eq!(&*h.pods["monitoring/p1"].value, "b");
+    assert_eq!(h.pods["monitoring/p1"].value.as_deref(), Some("b"));
 }

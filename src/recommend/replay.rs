@@ -190,17 +190,13 @@ impl Replay {
         intervals: &[(Timestamp, Vec<PodUsage>)],
     ) -> Outcome {
         let scoped = cluster.scoped(&self.recommender_name);
+        for pod in &cluster.pods {
+            history.upsert_pod(pod);
+        }
         let mut ingested = Ingested::default();
         let mut now = Timestamp::UNIX_EPOCH;
         for (at, usage) in intervals {
-            let i = history.observe(
-                &self.model,
-                &scoped,
-                &cluster.pods,
-                &cluster.nodes,
-                usage,
-                *at,
-            );
+            let i = history.observe(&self.model, &scoped, &cluster.nodes, usage, *at);
             ingested.samples += i.samples;
             ingested.dropped += i.dropped;
             ingested.ooms += i.ooms;
@@ -225,7 +221,7 @@ impl Replay {
                 );
                 let mut object = object.clone();
                 if let Some(map) = object.as_object_mut() {
-                    map.insert("status".into(), status);
+                    map.insert("status".into(), status.to_value());
                 }
                 object
             })

@@ -18,6 +18,22 @@ fn vpa(spec_extra: Value, status: Value) -> ScopedVpa {
     .unwrap_or_else(|| panic!("the test VPA is scoped"))
 }
 
+/// The status as the API gets it.
+fn status_of(
+    config: &StatusConfig,
+    history_config: &HistoryConfig,
+    vpa: &ScopedVpa,
+    history: Option<&BTreeMap<Arc<str>, ContainerHistory>>,
+    pod_count: usize,
+    now: Timestamp,
+) -> Value {
+    vpa_status(config, history_config, vpa, history, pod_count, now).to_value()
+}
+
+fn typed(v: &Value) -> VpaStatus {
+    VpaStatus::deserialize(v).unwrap_or_default()
+}
+
 fn config() -> StatusConfig {
     Replay::defaults().status
 }
@@ -44,7 +60,14 @@ fn history(values: &[(&str, i64)]) -> BTreeMap<Arc<str>, ContainerHistory> {
 
 #[test]
 fn no_pods_and_no_history_say_so_in_both_conditions() {
-    let status = vpa_status(&config(), &HistoryConfig::default(), &vpa(json!({}), json!({})), None, 0, at(0));
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
+        &vpa(json!({}), json!({})),
+        None,
+        0,
+        at(0),
+    );
     let now = at(0).to_string();
     assert_eq!(
         status,
@@ -65,7 +88,9 @@ fn no_pods_and_no_history_say_so_in_both_conditions() {
 fn a_condition_keeps_its_transition_time_while_its_status_holds() {
     let earlier = "2026-01-01T00:00:00Z";
     let old = json!({"conditions": [{"type": "RecommendationProvided", "status": "True", "lastTransitionTime": earlier}]});
-    let status = vpa_status(&config(), &HistoryConfig::default(),
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(json!({}), old),
         Some(&history(&[("n1", 10)])),
         1,
@@ -80,13 +105,17 @@ fn a_condition_keeps_its_transition_time_while_its_status_holds() {
 #[test]
 fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_resources() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "*", "minAllowed": {"cpu": "2"}}]}});
-    let status = vpa_status(&config(), &HistoryConfig::default(),
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
         at(20),
     );
-    let free = vpa_status(&config(), &HistoryConfig::default(),
+    let free = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -110,7 +139,9 @@ fn min_allowed_caps_target_and_bounds_but_not_the_uncapped_target_nor_other_reso
 #[test]
 fn only_controlled_resources_are_recommended() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "controlledResources": ["cpu"]}]}});
-    let status = vpa_status(&config(), &HistoryConfig::default(),
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -129,7 +160,9 @@ fn only_controlled_resources_are_recommended() {
 #[test]
 fn a_container_with_mode_off_gets_no_recommendation() {
     let spec = json!({"resourcePolicy": {"containerPolicies": [{"containerName": "agent", "mode": "Off"}]}});
-    let status = vpa_status(&config(), &HistoryConfig::default(),
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(spec, json!({})),
         Some(&history(&[("n1", 10)])),
         1,
@@ -143,7 +176,9 @@ fn a_container_with_mode_off_gets_no_recommendation() {
 fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
     let mut config = config();
     config.group_min_samples = 5;
-    let status = vpa_status(&config, &HistoryConfig::default(),
+    let status = status_of(
+        &config,
+        &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("n1", 5), ("n2", 4)])),
         2,
@@ -158,7 +193,9 @@ fn a_value_gets_a_group_once_it_has_the_minimum_samples() {
 
 #[test]
 fn groups_carry_targets_only_and_are_sorted_by_scope_value() {
-    let status = vpa_status(&config(), &HistoryConfig::default(),
+    let status = status_of(
+        &config(),
+        &HistoryConfig::default(),
         &vpa(json!({}), json!({})),
         Some(&history(&[("zz", 3), ("aa", 3)])),
         2,
@@ -183,9 +220,14 @@ fn bounds_alone_moving_is_not_a_reason_to_write() {
     let old = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "100m"}, "lowerBound": {"cpu": "50m"}}]}});
     let bounds = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "100m"}, "lowerBound": {"cpu": "60m"}}]}});
     let target = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "110m"}, "lowerBound": {"cpu": "50m"}}]}});
-    assert!(!needs_write(&old, &bounds));
-    assert!(needs_write(&old, &target));
-    assert!(needs_write(&json!({}), &old));
+    assert!(!needs_write(&old, &typed(&bounds)));
+    assert!(needs_write(&old, &typed(&target)));
+    assert!(needs_write(&json!({}), &typed(&old)));
+    // A resource someone else put in a group's target is a difference.
+    let ours = json!({"recommendationGroups": [{"scopeValue": "a", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "1"}}]}]});
+    let theirs = json!({"recommendationGroups": [{"scopeValue": "a", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "1", "nvidia.com/gpu": "1"}}]}]});
+    assert!(needs_write(&theirs, &typed(&ours)));
+    assert!(!needs_write(&ours, &typed(&ours)));
 }
 
 #[test]

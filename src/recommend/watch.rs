@@ -1,7 +1,7 @@
 //! The recommender's view of pods and nodes, kept by watches so an interval
-//! only reads memory: pods of the namespaces that have scoped VPAs (reduced
-//! to [`TrackedPod`]: owner, node, memory requests, OOM kills), and node
-//! labels (metadata only).
+//! only reads memory: pods of the namespaces that have scoped VPAs, applied
+//! straight to the model (owner, node, memory requests, OOM kills: one copy
+//! of each pod), and node labels (metadata only).
 //!
 //! Pods are watched per namespace, not cluster-wide: the recommender needs
 //! DaemonSet pods of a few namespaces, and its RBAC does not read
@@ -9,6 +9,7 @@
 //! on each pod instead.
 
 use super::input::{NodeIndex, TrackedPod};
+use super::model::History;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject};
@@ -17,18 +18,26 @@ use kube::discovery::ApiResource;
 use kube::runtime::watcher::{self, watcher, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use tokio::task::JoinHandle;
 
-type PodMap = HashMap<String, TrackedPod>;
+/// The model the pod watches write into.
+pub type Shared = Arc<Mutex<History>>;
 
-/// Pods by namespace, each namespace's map replaced or updated by its watch.
-#[derive(Default)]
+/// Locks the model; a panic elsewhere while it was held does not make it
+/// unusable (every update leaves it consistent).
+pub fn lock(history: &Shared) -> std::sync::MutexGuard<'_, History> {
+    history.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One pod watch per namespace that has scoped VPAs, each applying its
+/// events to the model ([`History::upsert_pod`], [`History::remove_pod`]).
 pub struct PodWatches {
-    pods: Arc<Mutex<BTreeMap<String, PodMap>>>,
+    history: Shared,
     /// A namespace's watch, and whether its first list has completed.
-    tasks: BTreeMap<String, (JoinHandle<()>, Arc<std::sync::atomic::AtomicBool>)>,
+    tasks: BTreeMap<String, (JoinHandle<()>, Arc<AtomicBool>)>,
 }
 
 fn pod_resource() -> ApiResource {
@@ -56,8 +65,19 @@ fn tracked(object: &DynamicObject) -> Option<TrackedPod> {
 }
 
 impl PodWatches {
-    /// Watches exactly `namespaces` from now on.
+    /// No watches yet; they will write into `history`.
+    #[must_use]
+    pub fn new(history: Shared) -> Self {
+        PodWatches {
+            history,
+            tasks: BTreeMap::new(),
+        }
+    }
+
+    /// Watches exactly `namespaces` from now on; the pods of a namespace no
+    /// longer watched are forgotten.
     pub fn watch(&mut self, client: &Client, namespaces: &[&str]) {
+        let before = self.tasks.len();
         self.tasks.retain(|ns, (task, _)| {
             let keep = namespaces.contains(&ns.as_str());
             if !keep {
@@ -65,16 +85,15 @@ impl PodWatches {
             }
             keep
         });
-        {
-            let mut pods = self.pods.lock().unwrap_or_else(PoisonError::into_inner);
-            pods.retain(|ns, _| namespaces.contains(&ns.as_str()));
+        if self.tasks.len() != before {
+            lock(&self.history).retain_pods(|ns, _| namespaces.contains(&ns));
         }
         for ns in namespaces {
             if self.tasks.contains_key(*ns) {
                 continue;
             }
-            let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
-            let task = spawn_pods(client, ns, Arc::clone(&self.pods), Arc::clone(&ready));
+            let ready = Arc::new(AtomicBool::new(false));
+            let task = spawn_pods(client, ns, Arc::clone(&self.history), Arc::clone(&ready));
             self.tasks.insert((*ns).to_owned(), (task, ready));
         }
     }
@@ -84,14 +103,7 @@ impl PodWatches {
     pub fn synced(&self) -> bool {
         self.tasks
             .values()
-            .all(|(_, ready)| ready.load(std::sync::atomic::Ordering::Acquire))
-    }
-
-    /// Every tracked pod now.
-    #[must_use]
-    pub fn snapshot(&self) -> Vec<TrackedPod> {
-        let pods = self.pods.lock().unwrap_or_else(PoisonError::into_inner);
-        pods.values().flat_map(|m| m.values().cloned()).collect()
+            .all(|(_, ready)| ready.load(Ordering::Acquire))
     }
 }
 
@@ -106,8 +118,8 @@ impl Drop for PodWatches {
 fn spawn_pods(
     client: &Client,
     namespace: &str,
-    pods: Arc<Mutex<BTreeMap<String, PodMap>>>,
-    ready: Arc<std::sync::atomic::AtomicBool>,
+    history: Shared,
+    ready: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &pod_resource());
     let namespace = namespace.to_owned();
@@ -115,35 +127,31 @@ fn spawn_pods(
         let mut events = watcher(api, watcher::Config::default())
             .default_backoff()
             .boxed();
-        let mut listing: PodMap = HashMap::new();
+        // Names seen by a (re)list, to drop the pods deleted meanwhile.
+        let mut listed: HashSet<String> = HashSet::new();
         while let Some(event) = events.next().await {
-            let key = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+            let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
             match event {
-                Ok(Event::Init) => listing.clear(),
+                Ok(Event::Init) => listed.clear(),
                 Ok(Event::InitApply(o)) => {
                     if let Some(p) = tracked(&o) {
-                        listing.insert(key(&o), p);
+                        lock(&history).upsert_pod(&p);
+                        listed.insert(name(&o));
                     }
                 }
                 Ok(Event::InitDone) => {
-                    let mut all = pods.lock().unwrap_or_else(PoisonError::into_inner);
-                    all.insert(namespace.clone(), std::mem::take(&mut listing));
-                    ready.store(true, std::sync::atomic::Ordering::Release);
+                    lock(&history).retain_pods(|ns, n| ns != namespace || listed.contains(n));
+                    listed.clear();
+                    ready.store(true, Ordering::Release);
                 }
                 Ok(Event::Apply(o)) => {
-                    let mut all = pods.lock().unwrap_or_else(PoisonError::into_inner);
-                    let map = all.entry(namespace.clone()).or_default();
+                    let mut h = lock(&history);
                     match tracked(&o) {
-                        Some(p) => map.insert(key(&o), p),
-                        None => map.remove(&key(&o)),
-                    };
-                }
-                Ok(Event::Delete(o)) => {
-                    let mut all = pods.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some(map) = all.get_mut(&namespace) {
-                        map.remove(&key(&o));
+                        Some(p) => h.upsert_pod(&p),
+                        None => h.remove_pod(&namespace, &name(&o)),
                     }
                 }
+                Ok(Event::Delete(o)) => lock(&history).remove_pod(&namespace, &name(&o)),
                 Err(error) => {
                     tracing::debug!(%namespace, %error, "pod watch error; backing off");
                 }
@@ -155,7 +163,7 @@ fn spawn_pods(
 /// Node labels, from a metadata-only watch of every Node.
 pub struct NodeWatch {
     nodes: Arc<Mutex<NodeIndex>>,
-    ready: Arc<std::sync::atomic::AtomicBool>,
+    ready: Arc<AtomicBool>,
     task: JoinHandle<()>,
 }
 
@@ -164,7 +172,7 @@ impl NodeWatch {
     #[must_use]
     pub fn start(client: &Client) -> Self {
         let nodes = Arc::new(Mutex::new(NodeIndex::default()));
-        let ready = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let ready = Arc::new(AtomicBool::new(false));
         let api: Api<PartialObjectMeta<Node>> = Api::all(client.clone());
         let (shared, flag) = (Arc::clone(&nodes), Arc::clone(&ready));
         let task = tokio::spawn(async move {
@@ -180,7 +188,7 @@ impl NodeWatch {
                     Ok(Event::InitDone) => {
                         *shared.lock().unwrap_or_else(PoisonError::into_inner) =
                             std::mem::take(&mut listing);
-                        flag.store(true, std::sync::atomic::Ordering::Release);
+                        flag.store(true, Ordering::Release);
                     }
                     Ok(Event::Apply(o)) => shared
                         .lock()
@@ -200,7 +208,7 @@ impl NodeWatch {
     /// Whether the first list has completed.
     #[must_use]
     pub fn synced(&self) -> bool {
-        self.ready.load(std::sync::atomic::Ordering::Acquire)
+        self.ready.load(Ordering::Acquire)
     }
 
     /// The node labels now.
