@@ -115,6 +115,7 @@ fn run(nodes: usize) {
             });
         }
     }
+    let with_pods = rss_mib();
     let first: Vec<PodUsage> = usage(&history, 0);
     history.observe(config, &vpas, &NodeIndex::default(), &first, at(0));
     // Node n's groups hold template n % 64, and its pods' usage stays in
@@ -219,7 +220,7 @@ fn run(nodes: usize) {
         .collect();
     let container_samples = ingested.samples / 2;
     println!(
-        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
+        "nodes={nodes} vpas={} keys={keys} rss_before={before:.1}MiB rss_pods={with_pods:.1}MiB rss_held={held:.1}MiB rss_after={after:.1}MiB \
          ingest={:.3}s (placing {:.3}s) samples={} ns_per_container_sample={:.0} recompute={:.3}s (targets {:.3}s, merging {:.3}s) groups={groups} \
          template_heap_bytes={} checkpoint_objects={} per_vpa={} largest={}B encode={:.3}s",
         vpas.len(),
