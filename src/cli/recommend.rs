@@ -27,7 +27,8 @@ pub struct RecommendArgs {
     pub store: String,
     /// Where usage comes from: `kube` (metrics.k8s.io/v1beta1, as
     /// metrics-server serves it) or `file:PATH` (recorded PodMetricsList
-    /// files, replayed in timestamp order).
+    /// files, replayed in timestamp order: all at once offline, one
+    /// interval per --recommender-interval with --store kube).
     #[arg(long, default_value = "kube")]
     pub metrics: String,
     /// Where history is kept across restarts: `kube`
@@ -236,10 +237,12 @@ fn file_source<'a>(flag: &str, value: &'a str) -> Result<Option<&'a Path>, Strin
     }
 }
 
-/// Whether this invocation runs offline (and so needs no cluster).
+/// Whether this invocation runs offline (and so needs no cluster): the
+/// store is files. (`--store kube --metrics file:` runs the cluster loop on
+/// recorded usage.)
 #[must_use]
 pub fn is_offline(args: &RecommendArgs) -> bool {
-    args.demo || args.store.starts_with("file:") || args.metrics.starts_with("file:")
+    args.demo || args.store.starts_with("file:")
 }
 
 /// Offline: replay and print. Exit 0; 2 for bad input.
@@ -339,6 +342,20 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
             "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects)".into(),
         ));
     }
+    if args.store != "kube" {
+        return Err(RecommendError::Flags(format!(
+            "--store {:?}: expected kube or file:PATH",
+            args.store
+        )));
+    }
+    let source = match file_source("metrics", &args.metrics).map_err(RecommendError::Flags)? {
+        None => crate::recommend::cluster::MetricsSource::Api,
+        Some(path) => crate::recommend::cluster::MetricsSource::Recorded(
+            replay::load_metrics(path)
+                .map_err(|e| RecommendError::Flags(e.to_string()))?
+                .into(),
+        ),
+    };
     let client = kube::Client::try_default()
         .await
         .map_err(RecommendError::Client)?;
@@ -373,6 +390,7 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
         }
     });
     let config = crate::recommend::cluster::LoopConfig {
+        metrics: source,
         replay: args.upstream.replay(),
         interval: args.upstream.recommender_interval,
         checkpoint_interval: args.running.checkpoint_interval,

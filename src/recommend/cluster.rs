@@ -25,9 +25,20 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Where usage comes from.
+#[derive(Clone, Debug)]
+pub enum MetricsSource {
+    /// `metrics.k8s.io/v1beta1` PodMetrics, listed once an interval.
+    Api,
+    /// Recorded intervals (`--metrics file:`), one taken each interval, in
+    /// timestamp order; when they run out, as an outage of the API.
+    Recorded(std::collections::VecDeque<(Timestamp, Vec<PodUsage>)>),
+}
+
 /// How the loop runs.
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
+    pub metrics: MetricsSource,
     pub replay: Replay,
     /// `--recommender-interval`.
     pub interval: Duration,
@@ -51,6 +62,8 @@ pub enum ClusterError {
     },
     #[error(transparent)]
     Checkpoint(#[from] checkpoint::CheckpointError),
+    #[error("the recorded metrics (--metrics file:) have all been replayed")]
+    Recorded,
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -250,7 +263,7 @@ async fn write_status(
 /// (an outage keeps the last statuses).
 async fn interval(
     client: &Client,
-    config: &LoopConfig,
+    config: &mut LoopConfig,
     history: &Shared,
     pending: &mut Option<History>,
     pods: &mut PodWatches,
@@ -265,7 +278,14 @@ async fn interval(
         tracing::info!("waiting for the pod and node watches to list once");
         return Ok(true);
     }
-    let usage = match read_usage(client, &namespaces).await {
+    let read = match &mut config.metrics {
+        MetricsSource::Api => read_usage(client, &namespaces).await,
+        MetricsSource::Recorded(intervals) => intervals
+            .pop_front()
+            .map(|(_, usage)| usage)
+            .ok_or(ClusterError::Recorded),
+    };
+    let usage = match read {
         Ok(usage) => usage,
         Err(error) => {
             metrics.recommender_metrics_source(false);
@@ -334,7 +354,7 @@ async fn interval(
 /// When the Lease cannot be read or created at start.
 pub async fn run(
     client: Client,
-    config: LoopConfig,
+    mut config: LoopConfig,
     metrics: Metrics,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ClusterError> {
@@ -386,7 +406,7 @@ pub async fn run(
         }
         if let Err(error) = interval(
             &client,
-            &config,
+            &mut config,
             &history,
             &mut pending,
             &mut pods,

@@ -20,6 +20,7 @@ mod failures;
 mod features;
 mod install;
 mod mutation;
+mod recommend;
 mod scopes;
 mod support;
 mod watches;
@@ -38,6 +39,7 @@ const STEPS: &[(&str, Step)] = &[
     ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
+    ("recommend", |p| recommend::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
 ];

@@ -1,0 +1,314 @@
+//! `nodescope recommend` against the control plane. envtest serves no
+//! `metrics.k8s.io`, so usage comes from recorded PodMetrics
+//! (`--metrics file:`), one interval per tick; everything else is the
+//! cluster's: VPAs, Pods (with an OOM kill in a status), Nodes, the Lease,
+//! the status writes and the `RecommendationCheckpoint` objects.
+//!
+//! Two replicas run one after the other over the two halves of the
+//! recording: the second starts from the first's checkpoints, and the VPA
+//! ends with exactly the targets of an offline replay of the whole
+//! recording (`--store file:`), which is the same code without a cluster.
+
+use crate::support::{cluster, eventually, ControlPlane, Process};
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::discovery::ApiResource;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+const NAMESPACE: &str = "e2e-recommend";
+const LIMIT: Duration = Duration::from_secs(60);
+const START: i64 = 1_795_000_000;
+/// (node, zone, CPU millicores, memory MiB)
+const NODES: [(&str, &str, i64, i64); 3] = [
+    ("e2e-rec-n1", "a", 120, 300),
+    ("e2e-rec-n2", "a", 125, 310),
+    ("e2e-rec-n3", "b", 600, 900),
+];
+const INTERVALS: i64 = 12;
+
+fn timestamp(minute: i64) -> String {
+    k8s_openapi::jiff::Timestamp::from_second(START + minute * 60)
+        .map(|t| t.to_string())
+        .unwrap_or_default()
+}
+
+fn objects() -> (Vec<Value>, Value) {
+    let mut store = vec![json!({
+        "apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "agent", "namespace": NAMESPACE},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+                 "scope": "topology.kubernetes.io/zone", "updatePolicy": {"updateMode": "Initial"}},
+    })];
+    for (node, zone, _, _) in NODES {
+        store.push(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node, "labels": {"topology.kubernetes.io/zone": zone}}}));
+        store.push(json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("agent-{node}"), "namespace": NAMESPACE,
+                         "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                                              "uid": "0b8e5a52-1d3c-4a8e-9b0e-000000000001", "controller": true}]},
+            "spec": {"nodeName": node, "containers": [{"name": "agent", "image": "registry.example/agent:1",
+                     "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}}}]}}));
+    }
+    // The pod on n3 was OOM-killed during the fifth interval.
+    let status = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent-e2e-rec-n3", "namespace": NAMESPACE},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "agent", "image": "registry.example/agent:1",
+            "imageID": "", "ready": true, "restartCount": 1, "state": {"running": {"startedAt": timestamp(5)}},
+            "lastState": {"terminated": {"reason": "OOMKilled", "exitCode": 137, "startedAt": timestamp(0), "finishedAt": timestamp(4)}}}]}});
+    (store, status)
+}
+
+fn metrics(range: std::ops::Range<i64>) -> Value {
+    let mut items = Vec::new();
+    for minute in range {
+        for (i, (node, _, cpu, memory)) in NODES.iter().enumerate() {
+            let wave = (minute + i as i64) % 3;
+            // Zone a's load doubles in the second half.
+            let cpu = if minute >= INTERVALS / 2 && i < 2 {
+                cpu * 2
+            } else {
+                *cpu
+            };
+            items.push(json!({
+                "metadata": {"name": format!("agent-{node}"), "namespace": NAMESPACE},
+                "timestamp": timestamp(minute), "window": "30s",
+                "containers": [{"name": "agent", "usage": {"cpu": format!("{}m", cpu + wave * 5), "memory": format!("{}Mi", memory + wave * 10)}}],
+            }));
+        }
+    }
+    json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": items})
+}
+
+fn write(path: &Path, value: &Value) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    }
+    std::fs::write(path, serde_json::to_string(value).unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+}
+
+fn recommender(instance: &str, metrics: &Path) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
+    command.args(["recommend", "--store", "kube"]);
+    command.arg(format!("--metrics=file:{}", metrics.display()));
+    command.args([
+        "--recommender-interval",
+        "300ms",
+        "--checkpoint-interval",
+        "1s",
+    ]);
+    command.args([
+        "--instance",
+        instance,
+        "--lease-namespace",
+        NAMESPACE,
+        "--lease-name",
+        "recommender",
+    ]);
+    command.args(["--lease-duration", "3s", "--log-format", "json"]);
+    command.arg(format!(
+        "--address=127.0.0.1:{}",
+        crate::support::free_port()
+    ));
+    let log = std::env::temp_dir().join(format!(
+        "nodescope-e2e-{instance}-{}.log",
+        std::process::id()
+    ));
+    Process::spawn("recommend", command, log).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// What `status` says, targets only (bounds and conditions are written
+/// only with a target change, and conditions carry times).
+fn targets(status: &Value) -> Value {
+    let wide: Vec<Value> = status["recommendation"]["containerRecommendations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| json!({"containerName": c["containerName"], "target": c["target"]}))
+        .collect();
+    json!({"recommendation": wide, "groups": status["recommendationGroups"]})
+}
+
+/// The offline replay's targets over `metrics`.
+fn offline(store: &Path, metrics: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args(["recommend", "-o", "json"])
+        .arg(format!("--store=file:{}", store.display()))
+        .arg(format!("--metrics=file:{}", metrics.display()))
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
+    let vpa = list["items"]
+        .as_array()
+        .and_then(|i| i.iter().find(|o| o["kind"] == "VerticalPodAutoscaler"))
+        .cloned()
+        .unwrap_or_default();
+    targets(&vpa["status"])
+}
+
+async fn vpa_targets(client: &kube::Client) -> Value {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler"),
+            "verticalpodautoscalers",
+        ),
+    );
+    api.get("agent")
+        .await
+        .map(|v| targets(&v.data["status"]))
+        .unwrap_or_default()
+}
+
+async fn checkpoints(client: &kube::Client) -> Vec<(String, Value)> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(
+                "nodescope.dev",
+                "v1alpha1",
+                "RecommendationCheckpoint",
+            ),
+            "recommendationcheckpoints",
+        ),
+    );
+    api.list(&ListParams::default())
+        .await
+        .map(|l| {
+            l.items
+                .into_iter()
+                .map(|o| {
+                    (
+                        o.metadata.name.unwrap_or_default(),
+                        o.data["spec"]["writtenAt"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Until the VPA's targets are `expected`, while the recommender runs.
+async fn until_targets(client: &kube::Client, expected: &Value, process: &mut Process) {
+    let what = format!("the VPA's targets to become {expected}");
+    eventually(&what, LIMIT, || async {
+        if process_gone(process) {
+            panic!("the recommender exited:\n{}", process.log_tail());
+        }
+        (vpa_targets(client).await == *expected).then_some(())
+    })
+    .await;
+}
+
+fn process_gone(process: &Process) -> bool {
+    // `exited` needs `&mut`; a signal-0 probe does not.
+    // SAFETY: kill with signal 0 only checks that the pid exists.
+    unsafe { libc::kill(process.child.id() as libc::pid_t, 0) != 0 }
+}
+
+pub async fn run(plane: &ControlPlane) {
+    let client = plane.client().await;
+    cluster::apply(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
+    )
+    .await;
+    cluster::apply_files(
+        &client,
+        &["manifests/components/recommender/checkpoint-crd.yaml"],
+    )
+    .await;
+    // Established before anything lists the kind.
+    eventually("RecommendationCheckpoint served", LIMIT, || async {
+        let api: Api<DynamicObject> = Api::namespaced_with(
+            client.clone(),
+            NAMESPACE,
+            &ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk(
+                    "nodescope.dev",
+                    "v1alpha1",
+                    "RecommendationCheckpoint",
+                ),
+                "recommendationcheckpoints",
+            ),
+        );
+        api.list(&ListParams::default()).await.ok()
+    })
+    .await;
+    let (store, pod_status) = objects();
+    for object in &store {
+        cluster::apply(&client, object).await;
+    }
+    cluster::apply_status(&client, &pod_status).await;
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let mut files = store.clone();
+    if let Some(pod) = files
+        .iter_mut()
+        .find(|o| o["metadata"]["name"] == "agent-e2e-rec-n3")
+    {
+        pod["status"] = pod_status["status"].clone();
+    }
+    write(
+        &dir.path().join("store/cluster.json"),
+        &json!({"apiVersion": "v1", "kind": "List", "items": files}),
+    );
+    let half = INTERVALS / 2;
+    let (a, b): (PathBuf, PathBuf) = (dir.path().join("metrics/a"), dir.path().join("metrics/b"));
+    write(&a.join("a.json"), &metrics(0..half));
+    write(&b.join("b.json"), &metrics(half..INTERVALS));
+    let store_dir = dir.path().join("store");
+    let first_half = offline(&store_dir, &a);
+    let whole = offline(&store_dir, &dir.path().join("metrics"));
+    assert_eq!(
+        first_half["groups"].as_array().map(Vec::len),
+        Some(2),
+        "{first_half:#}"
+    );
+    assert_ne!(first_half, whole, "the second half must change a target");
+    // ...and the second half alone says something else: what the second
+    // replica ends with comes from the first one's checkpoint.
+    assert_ne!(offline(&store_dir, &b), whole);
+
+    let mut first = recommender("e2e-rec-1", &a);
+    until_targets(&client, &first_half, &mut first).await;
+    println!(
+        "  recommender e2e-rec-1: {} recorded intervals -> groups {}",
+        half, first_half["groups"]
+    );
+    let written = eventually("a checkpoint", LIMIT, || async {
+        let c = checkpoints(&client).await;
+        (!c.is_empty()).then_some(c)
+    })
+    .await;
+    assert_eq!(
+        written.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        vec!["agent-0-of-1"]
+    );
+    // SIGTERM: the last checkpoint, then the Lease is released.
+    first.stop(Duration::from_secs(10));
+    let exit = first.exited();
+    assert!(
+        exit.is_some_and(|s| s.success()),
+        "{exit:?}\n{}",
+        first.log_tail()
+    );
+    println!("  e2e-rec-1 stopped (SIGTERM): checkpoint {written:?}");
+
+    let mut second = recommender("e2e-rec-2", &b);
+    until_targets(&client, &whole, &mut second).await;
+    println!("  recommender e2e-rec-2 from the checkpoint, {} more intervals: the targets of an uninterrupted offline replay", INTERVALS - half);
+    second.stop(Duration::from_secs(10));
+
+    for object in store.iter().rev() {
+        cluster::delete(&client, object).await;
+    }
+}
