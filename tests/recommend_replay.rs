@@ -260,3 +260,48 @@ fn a_restart_from_checkpoints_half_way_writes_what_an_uninterrupted_run_writes()
     ]);
     assert_ne!(cold, uninterrupted);
 }
+
+fn failing(args: &[&str]) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running nodescope: {e}"));
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    write(&dir.path().join("store/cluster.json"), &json!({"apiVersion": "v1", "kind": "List", "items": store()}));
+    let mut list = metrics(0..1);
+    list["items"][0]["containers"][0]["usage"]["cpu"] = json!("lots");
+    let bad = dir.path().join("metrics/bad.json");
+    write(&bad, &list);
+    let store = format!("file:{}", dir.path().join("store").display());
+    let metrics_flag = format!("file:{}", dir.path().join("metrics").display());
+    let (code, stderr) = failing(&["recommend", "--store", &store, "--metrics", &metrics_flag]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "nodescope: {}: PodMetrics/monitoring/agent-s1: containers[0].usage.cpu: ",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap_or_else(|e| panic!("{e}"));
+    let (code, stderr) = failing(&["recommend", "--store", &store, "--metrics", &format!("file:{}", empty.display())]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        stderr,
+        format!(
+            "nodescope: {}: no PodMetrics in it (expected metrics.k8s.io/v1beta1 PodMetricsList files)\n",
+            empty.display()
+        )
+    );
+    let (code, stderr) = failing(&["recommend", "--store", "file:", "--metrics", &metrics_flag]);
+    assert_eq!((code, stderr.as_str()), (2, "nodescope: --store file: needs a path, as in file:./dir\n"));
+}

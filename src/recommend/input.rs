@@ -427,7 +427,15 @@ impl PodUsage {
     /// # Errors
     /// A missing or unreadable `timestamp` or usage quantity.
     pub fn from_value(value: &Value) -> Result<Self, InputError> {
-        let object = crate::manifest::object_ref(value);
+        // Items of a PodMetricsList carry no kind of their own.
+        let meta = |field: &str| {
+            value
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+                .unwrap_or("<none>")
+                .to_owned()
+        };
+        let object = format!("PodMetrics/{}/{}", meta("namespace"), meta("name"));
         let doc: PodMetricsDoc = serde_json::from_value(value.clone())
             .map_err(|e| input_error(&object, "PodMetrics", e.to_string()))?;
         let timestamp = doc
