@@ -1227,3 +1227,76 @@ fn the_features_controller_deployment_runs_two_replicas_of_an_accepted_command_l
         Err(e) => panic!("{argv:?} rejected: {e}"),
     }
 }
+
+#[test]
+fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd() {
+    let objects = build(&manifests().join("components/recommender"));
+    let role = find(&objects, "ClusterRole", "nodescope-recommender");
+    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>)> = role["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["verbs"]),
+            )
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        rules,
+        vec![
+            (
+                s(&["autoscaling.k8s.io"]),
+                s(&["verticalpodautoscalers"]),
+                s(&["get", "list", "watch"])
+            ),
+            (
+                s(&["autoscaling.k8s.io"]),
+                s(&["verticalpodautoscalers/status"]),
+                s(&["patch"])
+            ),
+            (
+                s(&[""]),
+                s(&["pods", "nodes"]),
+                s(&["get", "list", "watch"])
+            ),
+            (s(&["metrics.k8s.io"]), s(&["pods"]), s(&["get", "list"])),
+            (
+                s(&["nodescope.dev"]),
+                s(&["recommendationcheckpoints"]),
+                s(&["get", "list", "watch", "create", "patch", "delete"])
+            ),
+        ]
+    );
+    let lease = find(&objects, "Role", "nodescope-recommender");
+    assert_eq!(strings(&lease["rules"][0]["resources"]), s(&["leases"]));
+    assert_eq!(
+        strings(&lease["rules"][0]["verbs"]),
+        s(&["get", "list", "watch", "create", "patch"])
+    );
+    let deployment = find(&objects, "Deployment", "nodescope-recommender");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(strings(&container["args"])[0], "recommend");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["serviceAccountName"],
+        "nodescope-recommender"
+    );
+    let crd = find(
+        &objects,
+        "CustomResourceDefinition",
+        "recommendationcheckpoints.nodescope.dev",
+    );
+    assert_structural(
+        "recommendationcheckpoints",
+        &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"],
+    );
+    // Not in the base: a cluster with upstream's recommender must not get two.
+    let base = build(&manifests().join("base"));
+    assert!(base
+        .iter()
+        .all(|o| o["metadata"]["name"] != "nodescope-recommender"));
+}

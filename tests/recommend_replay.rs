@@ -275,7 +275,10 @@ fn failing(args: &[&str]) -> (i32, String) {
 #[test]
 fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    write(&dir.path().join("store/cluster.json"), &json!({"apiVersion": "v1", "kind": "List", "items": store()}));
+    write(
+        &dir.path().join("store/cluster.json"),
+        &json!({"apiVersion": "v1", "kind": "List", "items": store()}),
+    );
     let mut list = metrics(0..1);
     list["items"][0]["containers"][0]["usage"]["cpu"] = json!("lots");
     let bad = dir.path().join("metrics/bad.json");
@@ -293,7 +296,13 @@ fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
     );
     let empty = dir.path().join("empty");
     std::fs::create_dir_all(&empty).unwrap_or_else(|e| panic!("{e}"));
-    let (code, stderr) = failing(&["recommend", "--store", &store, "--metrics", &format!("file:{}", empty.display())]);
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &format!("file:{}", empty.display()),
+    ]);
     assert_eq!(code, 2);
     assert_eq!(
         stderr,
@@ -303,5 +312,11 @@ fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
         )
     );
     let (code, stderr) = failing(&["recommend", "--store", "file:", "--metrics", &metrics_flag]);
-    assert_eq!((code, stderr.as_str()), (2, "nodescope: --store file: needs a path, as in file:./dir\n"));
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: --store file: needs a path, as in file:./dir\n"
+        )
+    );
 }

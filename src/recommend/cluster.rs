@@ -9,7 +9,7 @@
 //! checkpoints the last leader left and goes on from there.
 
 use super::checkpoints::{self as checkpoint, KIND};
-use super::input::{PodUsage, ScopedVpa};
+use super::input::{PodMetricsList, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{needs_write, vpa_status, VpaStatus};
@@ -90,10 +90,6 @@ fn vpa_resource() -> ApiResource {
     )
 }
 
-fn pod_metrics_resource() -> ApiResource {
-    resource("metrics.k8s.io", "v1beta1", "PodMetrics", "pods")
-}
-
 fn checkpoint_resource() -> ApiResource {
     resource(
         "nodescope.dev",
@@ -143,17 +139,17 @@ async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String
 async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage>, ClusterError> {
     let mut out = Vec::new();
     for ns in namespaces {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), ns, &pod_metrics_resource());
-        let list = api
-            .list(&ListParams::default())
-            .await
-            .map_err(|source| ClusterError::List {
-                what: "pods.metrics.k8s.io",
-                source,
-            })?;
-        for item in &list.items {
-            match PodUsage::from_value(&to_value(item, "PodMetrics")) {
+        let list = |source| ClusterError::List {
+            what: "pods.metrics.k8s.io",
+            source,
+        };
+        let request =
+            kube::core::Request::new(format!("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods"))
+                .list(&ListParams::default())
+                .map_err(|e| list(kube::Error::BuildRequest(e)))?;
+        let items: PodMetricsList = client.request(request).await.map_err(list)?;
+        for item in items.items {
+            match PodUsage::from_doc(item) {
                 Ok(usage) => out.push(usage),
                 Err(error) => tracing::warn!(%error, "PodMetrics left out"),
             }

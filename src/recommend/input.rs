@@ -404,18 +404,29 @@ pub struct PodUsage {
     pub containers: Vec<(String, i64, i64)>,
 }
 
+/// A `PodMetricsList` as the API sends it, read straight into these small
+/// types (not a `Value` tree: a namespace with 500,000 DaemonSet pods sends
+/// that many items each interval).
+#[derive(Deserialize)]
+pub struct PodMetricsList {
+    #[serde(default)]
+    pub items: Vec<PodMetricsDoc>,
+}
+
+/// One `PodMetrics` as sent.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PodMetricsDoc {
+pub struct PodMetricsDoc {
     #[serde(default)]
     metadata: Meta,
+    #[serde(default)]
     timestamp: String,
     #[serde(default)]
     containers: Vec<ContainerMetricsDoc>,
 }
 
 #[derive(Deserialize)]
-struct ContainerMetricsDoc {
+pub struct ContainerMetricsDoc {
     name: String,
     #[serde(default)]
     usage: BTreeMap<String, String>,
@@ -438,6 +449,18 @@ impl PodUsage {
         let object = format!("PodMetrics/{}/{}", meta("namespace"), meta("name"));
         let doc: PodMetricsDoc = serde_json::from_value(value.clone())
             .map_err(|e| input_error(&object, "PodMetrics", e.to_string()))?;
+        Self::from_doc(doc)
+    }
+
+    /// One `PodMetrics` as read by [`PodMetricsList`].
+    ///
+    /// # Errors
+    /// A missing or unreadable `timestamp` or usage quantity.
+    pub fn from_doc(doc: PodMetricsDoc) -> Result<Self, InputError> {
+        let object = format!(
+            "PodMetrics/{}/{}",
+            doc.metadata.namespace, doc.metadata.name
+        );
         let timestamp = doc
             .timestamp
             .parse::<Timestamp>()
