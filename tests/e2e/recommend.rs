@@ -153,14 +153,37 @@ fn offline(store: &Path, metrics: &Path) -> Value {
     targets(&vpa["status"])
 }
 
-async fn vpa_targets(client: &kube::Client) -> Value {
-    let api: Api<DynamicObject> = Api::namespaced_with(
+fn api(client: &kube::Client, group: &str, kind: &str, plural: &str) -> Api<DynamicObject> {
+    let version = if group == "nodescope.dev" {
+        "v1alpha1"
+    } else {
+        "v1"
+    };
+    Api::namespaced_with(
         client.clone(),
         NAMESPACE,
         &ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler"),
-            "verticalpodautoscalers",
+            &kube::core::GroupVersionKind::gvk(group, version, kind),
+            plural,
         ),
+    )
+}
+
+fn checkpoint_api(client: &kube::Client) -> Api<DynamicObject> {
+    api(
+        client,
+        "nodescope.dev",
+        "RecommendationCheckpoint",
+        "recommendationcheckpoints",
+    )
+}
+
+async fn vpa_targets(client: &kube::Client) -> Value {
+    let api = api(
+        client,
+        "autoscaling.k8s.io",
+        "VerticalPodAutoscaler",
+        "verticalpodautoscalers",
     );
     api.get("agent")
         .await
@@ -169,18 +192,7 @@ async fn vpa_targets(client: &kube::Client) -> Value {
 }
 
 async fn checkpoints(client: &kube::Client) -> Vec<(String, Value)> {
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        NAMESPACE,
-        &ApiResource::from_gvk_with_plural(
-            &kube::core::GroupVersionKind::gvk(
-                "nodescope.dev",
-                "v1alpha1",
-                "RecommendationCheckpoint",
-            ),
-            "recommendationcheckpoints",
-        ),
-    );
+    let api = checkpoint_api(client);
     api.list(&ListParams::default())
         .await
         .map(|l| {
@@ -229,18 +241,7 @@ pub async fn run(plane: &ControlPlane) {
     .await;
     // Established before anything lists the kind.
     eventually("RecommendationCheckpoint served", LIMIT, || async {
-        let api: Api<DynamicObject> = Api::namespaced_with(
-            client.clone(),
-            NAMESPACE,
-            &ApiResource::from_gvk_with_plural(
-                &kube::core::GroupVersionKind::gvk(
-                    "nodescope.dev",
-                    "v1alpha1",
-                    "RecommendationCheckpoint",
-                ),
-                "recommendationcheckpoints",
-            ),
-        );
+        let api = checkpoint_api(&client);
         api.list(&ListParams::default()).await.ok()
     })
     .await;
