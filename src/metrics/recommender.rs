@@ -84,3 +84,33 @@ impl RecommenderMetrics {
         self.source_up.set(i64::from(up));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::metrics::Metrics;
+
+    #[test]
+    fn the_recommenders_families_render_what_was_recorded() {
+        let m = Metrics::new();
+        m.recommender_ingested(2_000, 3, 1_000);
+        m.recommender_ingested(10, 0, 1_002);
+        m.recommendation_write(true);
+        m.recommendation_write(false);
+        m.checkpoint_write(true);
+        m.recommender_metrics_source(false);
+        m.leader("nodescope-system/nodescope-recommender", true);
+        let text = m.render();
+        for line in [
+            "nodescope_recommender_samples_total 2010",
+            "nodescope_recommender_samples_dropped_total 3",
+            "nodescope_recommender_keys 1002",
+            "nodescope_recommender_status_writes_total{result=\"success\"} 1",
+            "nodescope_recommender_status_writes_total{result=\"failure\"} 1",
+            "nodescope_recommender_checkpoint_writes_total{result=\"success\"} 1",
+            "nodescope_recommender_metrics_source_up 0",
+            "nodescope_leader{lease=\"nodescope-system/nodescope-recommender\"} 1",
+        ] {
+            assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+        }
+    }
+}
