@@ -36,14 +36,15 @@ pub struct RecommendArgs {
     /// the default is none.
     #[arg(long)]
     pub checkpoints: Option<String>,
-    /// Offline: replay every interval once, print the VPAs, and exit (the
-    /// only offline mode; accepted for the command line).
+    /// Replay the recording once, print the VPAs with their status, and
+    /// exit. Offline runs always do this; against a cluster it is refused.
     #[arg(long)]
     pub once: bool,
     /// Replay the example data built into this binary (three node shapes).
     #[arg(long, conflicts_with_all = ["store", "metrics"])]
     pub demo: bool,
-    /// Output of `--once`: the VPAs with the status that would be written.
+    /// Output of an offline run: the VPAs with the status that would be
+    /// written.
     #[arg(short = 'o', long = "output", value_enum, default_value = "yaml")]
     pub output: Output,
     #[command(flatten)]
