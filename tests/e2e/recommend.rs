@@ -4,10 +4,14 @@
 //! cluster's: VPAs, Pods (with an OOM kill in a status), Nodes, the Lease,
 //! the status writes and the `RecommendationCheckpoint` objects.
 //!
-//! Two replicas run one after the other over the two halves of the
-//! recording: the second starts from the first's checkpoints, and the VPA
-//! ends with exactly the targets of an offline replay of the whole
-//! recording (`--store file:`), which is the same code without a cluster.
+//! Three replicas take turns over the three thirds of the recording, each
+//! started as a follower while the one before leads: the first is stopped
+//! with SIGTERM (it writes a last checkpoint and releases the Lease), the
+//! second is killed with SIGKILL after a periodic checkpoint (the third
+//! takes the Lease once it expires). Each new leader starts from the
+//! checkpoints, and the VPA ends with exactly the targets of an offline
+//! replay of the whole recording (`--store file:`), the same code without
+//! a cluster.
 
 use crate::support::{cluster, eventually, ControlPlane, Process};
 use kube::api::{Api, DynamicObject, ListParams};
@@ -26,7 +30,8 @@ const NODES: [(&str, &str, i64, i64); 3] = [
     ("e2e-rec-n2", "a", 125, 310),
     ("e2e-rec-n3", "b", 600, 900),
 ];
-const INTERVALS: i64 = 12;
+const INTERVALS: i64 = 18;
+const LEASE_SECONDS: u64 = 3;
 
 fn timestamp(minute: i64) -> String {
     k8s_openapi::jiff::Timestamp::from_second(START + minute * 60)
@@ -65,12 +70,9 @@ fn metrics(range: std::ops::Range<i64>) -> Value {
     for minute in range {
         for (i, (node, _, cpu, memory)) in NODES.iter().enumerate() {
             let wave = (minute + i as i64) % 3;
-            // Zone a's load doubles in the second half.
-            let cpu = if minute >= INTERVALS / 2 && i < 2 {
-                cpu * 2
-            } else {
-                *cpu
-            };
+            // Zone a's load doubles in the second third, zone b's in the last.
+            let doubled = if i < 2 { minute >= 6 } else { minute >= 12 };
+            let cpu = if doubled { cpu * 2 } else { *cpu };
             items.push(json!({
                 "metadata": {"name": format!("agent-{node}"), "namespace": NAMESPACE},
                 "timestamp": timestamp(minute), "window": "30s",
@@ -107,7 +109,8 @@ fn recommender(instance: &str, metrics: &Path) -> Process {
         "--lease-name",
         "recommender",
     ]);
-    command.args(["--lease-duration", "3s", "--log-format", "json"]);
+    command.arg(format!("--lease-duration={LEASE_SECONDS}s"));
+    command.args(["--log-format", "json"]);
     command.arg(format!(
         "--address=127.0.0.1:{}",
         crate::support::free_port()
@@ -262,38 +265,58 @@ pub async fn run(plane: &ControlPlane) {
         &dir.path().join("store/cluster.json"),
         &json!({"apiVersion": "v1", "kind": "List", "items": files}),
     );
-    let half = INTERVALS / 2;
-    let (a, b): (PathBuf, PathBuf) = (dir.path().join("metrics/a"), dir.path().join("metrics/b"));
-    write(&a.join("a.json"), &metrics(0..half));
-    write(&b.join("b.json"), &metrics(half..INTERVALS));
+    let parts: Vec<PathBuf> = ["a", "b", "c"]
+        .iter()
+        .map(|p| dir.path().join("metrics").join(p))
+        .collect();
+    for (i, part) in parts.iter().enumerate() {
+        let from = i as i64 * INTERVALS / 3;
+        write(
+            &part.join("metrics.json"),
+            &metrics(from..from + INTERVALS / 3),
+        );
+    }
     let store_dir = dir.path().join("store");
-    let first_half = offline(&store_dir, &a);
-    let whole = offline(&store_dir, &dir.path().join("metrics"));
+    // What an uninterrupted offline replay gives after each third.
+    let upto = |n: usize| {
+        let only = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        for part in &parts[..n] {
+            let to = only.path().join(part.file_name().unwrap_or_default());
+            std::fs::create_dir_all(&to).unwrap_or_else(|e| panic!("{e}"));
+            std::fs::copy(part.join("metrics.json"), to.join("metrics.json"))
+                .unwrap_or_else(|e| panic!("{e}"));
+        }
+        offline(&store_dir, only.path())
+    };
+    let expected: Vec<Value> = (1..=3).map(upto).collect();
     assert_eq!(
-        first_half["groups"].as_array().map(Vec::len),
+        expected[0]["groups"].as_array().map(Vec::len),
         Some(2),
-        "{first_half:#}"
+        "{:#}",
+        expected[0]
     );
-    assert_ne!(first_half, whole, "the second half must change a target");
-    // ...and the second half alone says something else: what the second
-    // replica ends with comes from the first one's checkpoint.
-    assert_ne!(offline(&store_dir, &b), whole);
+    assert_ne!(
+        expected[0], expected[1],
+        "the second third must change a target"
+    );
+    assert_ne!(
+        expected[1], expected[2],
+        "the last third must change a target: {:#}",
+        expected[0]
+    );
+    // The last third alone says something else: what the last replica
+    // ends with comes from the checkpoints.
+    assert_ne!(offline(&store_dir, &parts[2]), expected[2]);
 
-    let mut first = recommender("e2e-rec-1", &a);
-    until_targets(&client, &first_half, &mut first).await;
+    let mut first = recommender("e2e-rec-1", &parts[0]);
+    until_targets(&client, &expected[0], &mut first).await;
+    until_replayed(&first).await;
     println!(
-        "  recommender e2e-rec-1: {} recorded intervals -> groups {}",
-        half, first_half["groups"]
+        "  e2e-rec-1 leads: {} intervals -> groups {}",
+        INTERVALS / 3,
+        expected[0]["groups"]
     );
-    let written = eventually("a checkpoint", LIMIT, || async {
-        let c = checkpoints(&client).await;
-        (!c.is_empty()).then_some(c)
-    })
-    .await;
-    assert_eq!(
-        written.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
-        vec!["agent-0-of-1"]
-    );
+    let mut second = recommender("e2e-rec-2", &parts[1]);
     // SIGTERM: the last checkpoint, then the Lease is released.
     first.stop(Duration::from_secs(10));
     let exit = first.exited();
@@ -302,14 +325,83 @@ pub async fn run(plane: &ControlPlane) {
         "{exit:?}\n{}",
         first.log_tail()
     );
-    println!("  e2e-rec-1 stopped (SIGTERM): checkpoint {written:?}");
-
-    let mut second = recommender("e2e-rec-2", &b);
-    until_targets(&client, &whole, &mut second).await;
-    println!("  recommender e2e-rec-2 from the checkpoint, {} more intervals: the targets of an uninterrupted offline replay", INTERVALS - half);
-    second.stop(Duration::from_secs(10));
+    assert_eq!(
+        checkpoint_names(&client).await,
+        vec!["agent-0-of-1".to_owned()]
+    );
+    assert_eq!(holder(&client, Some("e2e-rec-1")).await, "e2e-rec-2");
+    until_targets(&client, &expected[1], &mut second).await;
+    until_replayed(&second).await;
+    println!("  e2e-rec-1 stopped (SIGTERM); e2e-rec-2 took over from its checkpoint: the targets of an uninterrupted replay of two thirds");
+    let mut third = recommender("e2e-rec-3", &parts[2]);
+    // A periodic checkpoint written after the second third was replayed.
+    let replayed = k8s_openapi::jiff::Timestamp::now();
+    eventually("a checkpoint after the second third", LIMIT, || async {
+        let written = checkpoint_times(&client).await;
+        written.iter().all(|t| *t > replayed).then_some(())
+    })
+    .await;
+    // SAFETY: our own child, not yet reaped.
+    unsafe { libc::kill(second.child.id() as libc::pid_t, libc::SIGKILL) };
+    let killed = std::time::Instant::now();
+    assert_eq!(holder(&client, Some("e2e-rec-2")).await, "e2e-rec-3");
+    let took = killed.elapsed();
+    assert!(
+        took <= Duration::from_secs(LEASE_SECONDS + 2),
+        "e2e-rec-3 took the Lease {took:?} after the kill"
+    );
+    until_targets(&client, &expected[2], &mut third).await;
+    println!(
+        "  e2e-rec-2 killed (SIGKILL): e2e-rec-3 led {:.1} s later (lease {LEASE_SECONDS} s) and, from the checkpoint, ends with the targets of an uninterrupted replay of the whole recording",
+        took.as_secs_f64()
+    );
+    third.stop(Duration::from_secs(10));
+    let _ = second.exited();
 
     for object in store.iter().rev() {
         cluster::delete(&client, object).await;
     }
+}
+
+/// Until the recommender has replayed all of its recording (it then says
+/// so at every interval).
+async fn until_replayed(process: &Process) {
+    eventually("the recording replayed", LIMIT, || async {
+        let log = std::fs::read_to_string(&process.log).unwrap_or_default();
+        log.contains("metrics unavailable: keeping the last recommendations")
+            .then_some(())
+    })
+    .await;
+}
+
+async fn checkpoint_names(client: &kube::Client) -> Vec<String> {
+    checkpoints(client)
+        .await
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+async fn checkpoint_times(client: &kube::Client) -> Vec<k8s_openapi::jiff::Timestamp> {
+    checkpoints(client)
+        .await
+        .into_iter()
+        .filter_map(|(_, t)| t.as_str()?.parse().ok())
+        .collect()
+}
+
+/// The holder of the recommender's Lease, once it is not `not`.
+async fn holder(client: &kube::Client, not: Option<&str>) -> String {
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
+        Api::namespaced(client.clone(), NAMESPACE);
+    eventually(
+        &format!("the Lease held, not by {not:?}"),
+        LIMIT,
+        || async {
+            let lease = leases.get("recommender").await.ok()?;
+            let holder = lease.spec?.holder_identity?;
+            (Some(holder.as_str()) != not).then_some(holder)
+        },
+    )
+    .await
 }
