@@ -275,7 +275,45 @@ fn usage(history: &History, minute: i64) -> Vec<PodUsage> {
         .collect()
 }
 
+/// The transient memory of reading one namespace's PodMetrics list of
+/// `pods` items as metrics-server sends them (labels, two containers):
+/// RSS with the response text, then with it parsed into the typed items,
+/// then after converting them.
+fn metrics_list(pods: usize) {
+    let before = rss_mib();
+    let mut text = String::from(
+        r#"{"kind":"PodMetricsList","apiVersion":"metrics.k8s.io/v1beta1","metadata":{},"items":["#,
+    );
+    for i in 0..pods {
+        if i > 0 {
+            text.push(',');
+        }
+        text.push_str(&format!(
+            r#"{{"metadata":{{"name":"agent-{}-{i}","namespace":"agents","creationTimestamp":"2026-11-25T10:00:00Z","labels":{{"app.kubernetes.io/name":"agent-{}","controller-revision-hash":"5d8f7c9b6","pod-template-generation":"3"}}}},"timestamp":"2026-11-25T09:59:45Z","window":"15.047s","containers":[{{"name":"agent","usage":{{"cpu":"{}n","memory":"{}Ki"}}}},{{"name":"sidecar","usage":{{"cpu":"{}n","memory":"{}Ki"}}}}]}}"#,
+            i % 100, i % 100, 51_234_567 + i, 195_312 + i, 3_234_567 + i, 20_480 + i
+        ));
+    }
+    text.push_str("]}");
+    let with_text = rss_mib();
+    let list: nodescope::recommend::input::PodMetricsList =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let parsed = rss_mib();
+    let usage: Vec<PodUsage> = list.items.into_iter().filter_map(Result::ok).collect();
+    let converted = rss_mib();
+    println!(
+        "metrics-list pods={pods} text={:.1}MiB ({} B/pod) rss: before={before:.1} text={with_text:.1} parsed={parsed:.1} converted={converted:.1} MiB peak_per_pod={:.0}B usage={}",
+        text.len() as f64 / 1048576.0,
+        text.len() / pods,
+        (parsed - before) * 1048576.0 / pods as f64,
+        usage.len()
+    );
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "metrics-list") {
+        metrics_list(500_000);
+        return;
+    }
     let sizes: Vec<usize> = std::env::args()
         .skip(1)
         .filter_map(|a| a.parse().ok())

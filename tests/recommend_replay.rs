@@ -320,3 +320,33 @@ fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
         )
     );
 }
+
+#[test]
+fn a_pod_metrics_list_is_read_item_by_item_and_a_bad_item_is_named_alone() {
+    let mut list = metrics(0..1);
+    list["items"][1]["timestamp"] = json!("yesterday");
+    let text = serde_json::to_string(&list).unwrap_or_default();
+    let read: nodescope::recommend::input::PodMetricsList =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read.items.len(), 6);
+    let first = read.items[0]
+        .as_ref()
+        .map(|u| (u.name.clone(), u.containers.clone()));
+    assert_eq!(
+        first.ok(),
+        Some((
+            "agent-s1".to_owned(),
+            vec![("agent".to_owned(), 50, 300 * 1024 * 1024)]
+        ))
+    );
+    let error = read.items[1]
+        .as_ref()
+        .err()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    assert!(
+        error.starts_with("PodMetrics/monitoring/agent-s2: timestamp: "),
+        "{error}"
+    );
+    assert_eq!(read.items.iter().filter(|i| i.is_ok()).count(), 5);
+}

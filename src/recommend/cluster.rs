@@ -149,7 +149,7 @@ async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage
                 .map_err(|e| list(kube::Error::BuildRequest(e)))?;
         let items: PodMetricsList = client.request(request).await.map_err(list)?;
         for item in items.items {
-            match PodUsage::from_doc(item) {
+            match item {
                 Ok(usage) => out.push(usage),
                 Err(error) => tracing::warn!(%error, "PodMetrics left out"),
             }

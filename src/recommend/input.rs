@@ -404,13 +404,37 @@ pub struct PodUsage {
     pub containers: Vec<(String, i64, i64)>,
 }
 
-/// A `PodMetricsList` as the API sends it, read straight into these small
-/// types (not a `Value` tree: a namespace with 500,000 DaemonSet pods sends
-/// that many items each interval).
+/// A `PodMetricsList` as the API sends it, each item turned into a
+/// [`PodUsage`] as soon as it is read (not a `Value` tree, and not a list of
+/// parsed items first: a namespace with 500,000 DaemonSet pods sends that
+/// many items each interval, BENCHMARKS.md).
 #[derive(Deserialize)]
 pub struct PodMetricsList {
-    #[serde(default)]
-    pub items: Vec<PodMetricsDoc>,
+    #[serde(default, deserialize_with = "usage_items")]
+    pub items: Vec<Result<PodUsage, InputError>>,
+}
+
+fn usage_items<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<Result<PodUsage, InputError>>, D::Error> {
+    struct Items;
+    impl<'de> serde::de::Visitor<'de> for Items {
+        type Value = Vec<Result<PodUsage, InputError>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of PodMetrics")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+            while let Some(doc) = seq.next_element::<PodMetricsDoc>()? {
+                out.push(PodUsage::from_doc(doc));
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_seq(Items)
 }
 
 /// One `PodMetrics` as sent.
@@ -429,7 +453,15 @@ pub struct PodMetricsDoc {
 pub struct ContainerMetricsDoc {
     name: String,
     #[serde(default)]
-    usage: BTreeMap<String, String>,
+    usage: UsageDoc,
+}
+
+/// The two resources recommended; others are skipped unread (a map per
+/// container would cost half a KiB each, half a million times).
+#[derive(Deserialize, Default)]
+struct UsageDoc {
+    cpu: Option<String>,
+    memory: Option<String>,
 }
 
 impl PodUsage {
@@ -457,23 +489,29 @@ impl PodUsage {
     /// # Errors
     /// A missing or unreadable `timestamp` or usage quantity.
     pub fn from_doc(doc: PodMetricsDoc) -> Result<Self, InputError> {
-        let object = format!(
-            "PodMetrics/{}/{}",
-            doc.metadata.namespace, doc.metadata.name
-        );
+        let object = || {
+            format!(
+                "PodMetrics/{}/{}",
+                doc.metadata.namespace, doc.metadata.name
+            )
+        };
         let timestamp = doc
             .timestamp
             .parse::<Timestamp>()
-            .map_err(|e| input_error(&object, "timestamp", e.to_string()))?;
+            .map_err(|e| input_error(&object(), "timestamp", e.to_string()))?;
         let mut containers = Vec::with_capacity(doc.containers.len());
         for (i, c) in doc.containers.iter().enumerate() {
             let read = |resource: &str| -> Result<Option<Quantity>, InputError> {
-                c.usage
-                    .get(resource)
+                let text = if resource == "cpu" {
+                    &c.usage.cpu
+                } else {
+                    &c.usage.memory
+                };
+                text.as_ref()
                     .map(|t| {
                         t.parse::<Quantity>().map_err(|e| {
                             input_error(
-                                &object,
+                                &object(),
                                 &format!("containers[{i}].usage.{resource}"),
                                 e.to_string(),
                             )
