@@ -285,9 +285,23 @@ struct Spec {
 /// left by a writer that died mid-write is ignored.
 ///
 /// # Errors
-/// A checkpoint of the newest complete set that cannot be read.
+/// The first checkpoint that cannot be read (offline, where a bad file is
+/// the user's to fix).
 pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, CheckpointError> {
+    let (history, mut errors) = restore_each(config, objects);
+    if errors.is_empty() {
+        Ok(history)
+    } else {
+        Err(errors.remove(0))
+    }
+}
+
+/// [`restore`] for a running recommender: a checkpoint that cannot be read
+/// costs its VPA's history (returned as an error to log), not every VPA's.
+#[must_use]
+pub fn restore_each(config: &ModelConfig, objects: &[Value]) -> (History, Vec<CheckpointError>) {
     type SetKey = (String, String, String, usize);
+    let mut errors = Vec::new();
     let mut sets: BTreeMap<SetKey, BTreeMap<usize, (String, Spec)>> = BTreeMap::new();
     for object in objects {
         let name = crate::manifest::object_ref(object);
@@ -296,23 +310,27 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let spec: Spec = object
+        let spec = object
             .get("spec")
             .cloned()
             .ok_or_else(|| "no spec".to_owned())
-            .and_then(|s| serde_json::from_value(s).map_err(|e| e.to_string()))
-            .map_err(|reason| CheckpointError::Invalid {
-                object: name.clone(),
+            .and_then(|s| serde_json::from_value::<Spec>(s).map_err(|e| e.to_string()));
+        match spec {
+            Ok(spec) => {
+                sets.entry((
+                    namespace,
+                    spec.vpa_name.clone(),
+                    spec.written_at.clone(),
+                    spec.shards,
+                ))
+                .or_default()
+                .insert(spec.shard, (name, spec));
+            }
+            Err(reason) => errors.push(CheckpointError::Invalid {
+                object: name,
                 reason,
-            })?;
-        sets.entry((
-            namespace,
-            spec.vpa_name.clone(),
-            spec.written_at.clone(),
-            spec.shards,
-        ))
-        .or_default()
-        .insert(spec.shard, (name, spec));
+            }),
+        }
     }
     let mut newest: BTreeMap<(String, String), BTreeMap<usize, (String, Spec)>> = BTreeMap::new();
     // Ascending by writtenAt (RFC 3339 in UTC sorts as time), so the last
@@ -324,49 +342,75 @@ pub fn restore(config: &ModelConfig, objects: &[Value]) -> Result<History, Check
     }
     let mut history = History::default();
     for ((namespace, vpa), shards) in newest {
-        let key: VpaKey = Arc::from(format!("{namespace}/{vpa}"));
-        for (object, spec) in shards.into_values() {
-            let invalid = |reason: String| CheckpointError::Invalid {
-                object: object.clone(),
-                reason,
-            };
-            let payload: Payload =
-                serde_json::from_str(&spec.data).map_err(|e| invalid(format!("spec.data: {e}")))?;
-            if payload.version != VERSION {
-                return Err(invalid(format!(
-                    "spec.data: version {} (this recommender reads {VERSION})",
-                    payload.version
-                )));
-            }
-            let load = |c: &AggregateCheckpoint| {
-                AggregateContainerState::from_checkpoint(&config.history, c).map_err(|source| {
-                    CheckpointError::Histogram {
-                        object: object.clone(),
-                        source,
+        match decode(config, shards) {
+            Ok(decoded) => {
+                let key: VpaKey = Arc::from(format!("{namespace}/{vpa}"));
+                for (containers, pods) in decoded {
+                    for (name, groups) in containers {
+                        for (value, state) in groups {
+                            let value = history.intern_value(&value);
+                            history
+                                .container_entry(&key, &name)
+                                .groups
+                                .insert(value, state);
+                        }
                     }
-                })
-            };
-            for (name, container) in payload.containers {
-                for (value, state) in &container.groups {
-                    let value = history.intern_value(value);
-                    let state = load(state)?;
-                    history
-                        .container_entry(&key, &name)
-                        .groups
-                        .insert(value, state);
+                    for (pod, p) in pods {
+                        history.restore_pod(
+                            &key,
+                            &format!("{namespace}/{pod}"),
+                            &p.scope_value,
+                            p.containers,
+                        );
+                    }
                 }
             }
-            for (pod, p) in payload.pods {
-                history.restore_pod(
-                    &key,
-                    &format!("{namespace}/{pod}"),
-                    &p.scope_value,
-                    p.containers,
-                );
-            }
+            Err(error) => errors.push(error),
         }
     }
-    Ok(history)
+    (history, errors)
+}
+
+type Decoded = (
+    Vec<(String, Vec<(String, AggregateContainerState)>)>,
+    BTreeMap<String, PodPayload>,
+);
+
+/// One VPA's shards, read and checked whole before any of it is used.
+fn decode(
+    config: &ModelConfig,
+    shards: BTreeMap<usize, (String, Spec)>,
+) -> Result<Vec<Decoded>, CheckpointError> {
+    let mut out = Vec::with_capacity(shards.len());
+    for (object, spec) in shards.into_values() {
+        let invalid = |reason: String| CheckpointError::Invalid {
+            object: object.clone(),
+            reason,
+        };
+        let payload: Payload =
+            serde_json::from_str(&spec.data).map_err(|e| invalid(format!("spec.data: {e}")))?;
+        if payload.version != VERSION {
+            return Err(invalid(format!(
+                "spec.data: version {} (this recommender reads {VERSION})",
+                payload.version
+            )));
+        }
+        let mut containers = Vec::with_capacity(payload.containers.len());
+        for (name, container) in payload.containers {
+            let mut groups = Vec::with_capacity(container.groups.len());
+            for (value, state) in &container.groups {
+                let state = AggregateContainerState::from_checkpoint(&config.history, state)
+                    .map_err(|source| CheckpointError::Histogram {
+                        object: object.clone(),
+                        source,
+                    })?;
+                groups.push((value.clone(), state));
+            }
+            containers.push((name, groups));
+        }
+        out.push((containers, payload.pods));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -131,3 +131,26 @@ fn a_long_vpa_name_still_makes_a_valid_object_name() {
     );
     assert_eq!(object_name("agent", 0, 1), "agent-0-of-1");
 }
+
+#[test]
+fn a_running_recommender_loses_only_the_vpa_whose_checkpoint_is_bad() {
+    let good = checkpoints(&history(2), "2026-11-25T10:00:00Z").unwrap_or_default();
+    let mut bad = good[0].clone();
+    bad["metadata"]["name"] = "other-0-of-1".into();
+    bad["spec"]["vpaName"] = "other".into();
+    bad["spec"]["data"] = "{not json".into();
+    let mut objects = good;
+    objects.push(bad);
+    let (restored, errors) = restore_each(&Replay::defaults().model, &objects);
+    assert!(restored == history(2), "the good VPA's history is restored");
+    let errors: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].starts_with(
+            "checkpoint RecommendationCheckpoint/monitoring/other-0-of-1: spec.data: "
+        ),
+        "{errors:?}"
+    );
+    // Offline, the same bad file is an error.
+    assert!(restore(&Replay::defaults().model, &objects).is_err());
+}

@@ -169,7 +169,11 @@ async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterErr
             source,
         })?;
     let objects: Vec<Value> = list.items.iter().map(|o| to_value(o, KIND)).collect();
-    Ok(checkpoint::restore(&replay.model, &objects)?)
+    let (history, errors) = checkpoint::restore_each(&replay.model, &objects);
+    for error in errors {
+        tracing::warn!(%error, "checkpoint not read: that VPA's history starts afresh");
+    }
+    Ok(history)
 }
 
 /// Applies every checkpoint object, VPA by VPA (each encoded under the
