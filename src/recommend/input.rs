@@ -1,5 +1,6 @@
 //! What the recommender reads, reduced once to what it needs: scoped
-//! DaemonSet VPAs, the pods of their DaemonSets, node labels, and PodMetrics.
+//! DaemonSet VPAs, the pods of their DaemonSets and node labels (usage is
+//! [`super::usage`]'s, re-exported here with the other inputs).
 //! The same conversions serve `--store file:`/`--metrics file:` and the
 //! cluster, which return the same JSON.
 
@@ -13,6 +14,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub use super::usage::{PodMetricsList, PodUsage};
+
 /// Why an object was not taken: the object, the field, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{object}: {field}: {reason}")]
@@ -22,7 +25,7 @@ pub struct InputError {
     pub reason: String,
 }
 
-fn input_error(object: &str, field: &str, reason: impl Into<String>) -> InputError {
+pub(super) fn input_error(object: &str, field: &str, reason: impl Into<String>) -> InputError {
     InputError {
         object: object.to_owned(),
         field: field.to_owned(),
@@ -32,10 +35,10 @@ fn input_error(object: &str, field: &str, reason: impl Into<String>) -> InputErr
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-struct Meta {
-    name: String,
-    namespace: String,
-    generation: i64,
+pub(super) struct Meta {
+    pub(super) name: String,
+    pub(super) namespace: String,
+    pub(super) generation: i64,
     owner_references: Vec<OwnerRef>,
 }
 
@@ -389,145 +392,5 @@ impl NodeLabels for NodeIndex {
                 .get(key)
                 .map_or(NodeLabel::Absent, |v| NodeLabel::Value(v)),
         }
-    }
-}
-
-/// One PodMetrics item: a pod's containers' usage over a window ending at
-/// `timestamp` (metrics.k8s.io/v1beta1, what metrics-server serves).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PodUsage {
-    pub namespace: String,
-    pub name: String,
-    pub timestamp: Timestamp,
-    /// (container, CPU millicores, memory working set bytes), each rounded up
-    /// as upstream's `MilliValue()`/`Value()` do.
-    pub containers: Vec<(String, i64, i64)>,
-}
-
-/// A `PodMetricsList` as the API sends it, each item turned into a
-/// [`PodUsage`] as soon as it is read (not a `Value` tree, and not a list of
-/// parsed items first: a namespace with 500,000 DaemonSet pods sends that
-/// many items each interval, BENCHMARKS.md).
-#[derive(Deserialize)]
-pub struct PodMetricsList {
-    #[serde(default, deserialize_with = "usage_items")]
-    pub items: Vec<Result<PodUsage, InputError>>,
-}
-
-fn usage_items<'de, D: serde::Deserializer<'de>>(
-    deserializer: D,
-) -> Result<Vec<Result<PodUsage, InputError>>, D::Error> {
-    struct Items;
-    impl<'de> serde::de::Visitor<'de> for Items {
-        type Value = Vec<Result<PodUsage, InputError>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("a list of PodMetrics")
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0));
-            while let Some(doc) = seq.next_element::<PodMetricsDoc>()? {
-                out.push(PodUsage::from_doc(doc));
-            }
-            Ok(out)
-        }
-    }
-    deserializer.deserialize_seq(Items)
-}
-
-/// One `PodMetrics` as sent.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PodMetricsDoc {
-    #[serde(default)]
-    metadata: Meta,
-    #[serde(default)]
-    timestamp: String,
-    #[serde(default)]
-    containers: Vec<ContainerMetricsDoc>,
-}
-
-#[derive(Deserialize)]
-pub struct ContainerMetricsDoc {
-    name: String,
-    #[serde(default)]
-    usage: UsageDoc,
-}
-
-/// The two resources recommended; others are skipped unread (a map per
-/// container would cost half a KiB each, half a million times).
-#[derive(Deserialize, Default)]
-struct UsageDoc {
-    cpu: Option<String>,
-    memory: Option<String>,
-}
-
-impl PodUsage {
-    /// One `PodMetrics` object.
-    ///
-    /// # Errors
-    /// A missing or unreadable `timestamp` or usage quantity.
-    pub fn from_value(value: &Value) -> Result<Self, InputError> {
-        // Items of a PodMetricsList carry no kind of their own.
-        let meta = |field: &str| {
-            value
-                .pointer(&format!("/metadata/{field}"))
-                .and_then(Value::as_str)
-                .unwrap_or("<none>")
-                .to_owned()
-        };
-        let object = format!("PodMetrics/{}/{}", meta("namespace"), meta("name"));
-        let doc: PodMetricsDoc = serde_json::from_value(value.clone())
-            .map_err(|e| input_error(&object, "PodMetrics", e.to_string()))?;
-        Self::from_doc(doc)
-    }
-
-    /// One `PodMetrics` as read by [`PodMetricsList`].
-    ///
-    /// # Errors
-    /// A missing or unreadable `timestamp` or usage quantity.
-    pub fn from_doc(doc: PodMetricsDoc) -> Result<Self, InputError> {
-        let object = || {
-            format!(
-                "PodMetrics/{}/{}",
-                doc.metadata.namespace, doc.metadata.name
-            )
-        };
-        let timestamp = doc
-            .timestamp
-            .parse::<Timestamp>()
-            .map_err(|e| input_error(&object(), "timestamp", e.to_string()))?;
-        let mut containers = Vec::with_capacity(doc.containers.len());
-        for (i, c) in doc.containers.iter().enumerate() {
-            let read = |resource: &str| -> Result<Option<Quantity>, InputError> {
-                let text = if resource == "cpu" {
-                    &c.usage.cpu
-                } else {
-                    &c.usage.memory
-                };
-                text.as_ref()
-                    .map(|t| {
-                        t.parse::<Quantity>().map_err(|e| {
-                            input_error(
-                                &object(),
-                                &format!("containers[{i}].usage.{resource}"),
-                                e.to_string(),
-                            )
-                        })
-                    })
-                    .transpose()
-            };
-            let cpu = read("cpu")?.map_or(-1, |q| q.milli_value());
-            let memory = read("memory")?.map_or(-1, |q| q.value());
-            containers.push((c.name.clone(), cpu, memory));
-        }
-        Ok(PodUsage {
-            namespace: doc.metadata.namespace,
-            name: doc.metadata.name,
-            timestamp,
-            containers,
-        })
     }
 }

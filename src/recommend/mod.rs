@@ -6,7 +6,8 @@
 //!   [`AggregateContainerState`], the estimator chain and the per-pod
 //!   recommendation (`scheme`, `histogram`, `aggregate`, `estimate`);
 //! - the model: per-pod-container memory windows and OOM bumps
-//!   ([`container`]), the keyed history ([`model`]), fed from [`input`];
+//!   ([`container`]), the keyed history ([`model`]), fed from [`input`]
+//!   and [`usage`];
 //! - logic to status: [`status`] (capping, rounding, conditions, groups);
 //! - persistence: [`checkpoints`] (sharded `RecommendationCheckpoint`
 //!   objects);
@@ -40,6 +41,7 @@ pub mod model;
 pub mod replay;
 pub mod scheme;
 pub mod status;
+pub mod usage;
 pub mod vpa;
 pub mod watch;
 
