@@ -420,3 +420,21 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     server.abort();
     Ok(result?)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        upstream: UpstreamFlags,
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_librarys_upstream_defaults() {
+        let flags = Flags::try_parse_from(["recommend"]).map(|f| f.upstream.replay());
+        assert_eq!(flags.ok(), Some(Replay::defaults()));
+    }
+}

@@ -9,7 +9,7 @@
 //! checkpoints the last leader left and goes on from there.
 
 use super::checkpoints::{self as checkpoint, KIND};
-use super::input::{PodMetricsList, PodUsage, ScopedVpa};
+use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{needs_write, vpa_status, VpaStatus};
@@ -99,14 +99,6 @@ fn checkpoint_resource() -> ApiResource {
     )
 }
 
-fn to_value(object: &DynamicObject, kind: &str) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
-    if let Some(map) = value.as_object_mut() {
-        map.insert("kind".into(), kind.into());
-    }
-    value
-}
-
 /// Every VPA: the scoped ones this recommender computes, with the
 /// resourceVersion each was read at.
 async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
@@ -120,7 +112,7 @@ async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String
         })?;
     let mut out = Vec::new();
     for object in &list.items {
-        let value = to_value(object, "VerticalPodAutoscaler");
+        let value = object_value(object, "VerticalPodAutoscaler");
         match ScopedVpa::from_value(&value) {
             Ok(Some(vpa)) if vpa.is_for(name) => {
                 out.push((
@@ -168,7 +160,7 @@ async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterErr
             what: "recommendationcheckpoints.nodescope.dev",
             source,
         })?;
-    let objects: Vec<Value> = list.items.iter().map(|o| to_value(o, KIND)).collect();
+    let objects: Vec<Value> = list.items.iter().map(|o| object_value(o, KIND)).collect();
     let (history, errors) = checkpoint::restore_each(&replay.model, &objects);
     for error in errors {
         tracing::warn!(%error, "checkpoint not read: that VPA's history starts afresh");
@@ -300,7 +292,6 @@ async fn interval(
         .max()
         .unwrap_or_else(Timestamp::now);
     let scoped: Vec<ScopedVpa> = vpas.iter().map(|(v, _)| v.clone()).collect();
-    let node_labels = nodes.snapshot();
     let writes: Vec<(&ScopedVpa, &String, VpaStatus)> = {
         let mut model = lock(history);
         // The checkpointed windows attach to the pods the watch knows, so
@@ -313,7 +304,7 @@ async fn interval(
                 "history restored from checkpoints"
             );
         }
-        let ingested = model.observe(&config.replay.model, &scoped, &node_labels, &usage, now);
+        let ingested = model.observe(&config.replay.model, &scoped, &*nodes.labels(), &usage, now);
         metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
         let counts = model.pod_counts();
         vpas.iter()

@@ -75,13 +75,9 @@ impl DecayingHistogram {
         weight: f64,
         time: Timestamp,
     ) {
-        if !valid_sample(value, weight) {
+        let Some(weight) = self.decayed(scheme, half_life, value, weight, time) else {
             return;
-        }
-        let weight = weight * self.decay_factor(scheme, half_life, time);
-        if !valid_weight(weight) {
-            return; // 0 * inf from an absurd half-life
-        }
+        };
         self.add_to_bucket(scheme.find_bucket(value), weight);
         self.total_weight += weight;
     }
@@ -97,13 +93,9 @@ impl DecayingHistogram {
         weight: f64,
         time: Timestamp,
     ) {
-        if !valid_sample(value, weight) {
+        let Some(weight) = self.decayed(scheme, half_life, value, weight, time) else {
             return;
-        }
-        let weight = weight * self.decay_factor(scheme, half_life, time);
-        if !valid_weight(weight) {
-            return;
-        }
+        };
         let epsilon = scheme.epsilon();
         let bucket = scheme.find_bucket(value);
         self.total_weight = safe_subtract(self.total_weight, weight, epsilon);
@@ -323,6 +315,24 @@ impl DecayingHistogram {
     #[cfg(test)]
     pub(super) fn shift_reference_for_test(&mut self, scheme: &BucketScheme, hl: i64, r: i128) {
         self.shift_reference(scheme, hl, r);
+    }
+
+    /// `weight` decayed to `time` (upstream's `AddSample`/`SubtractSample`
+    /// prelude), or `None` for a sample upstream would panic on, or a
+    /// weight made non-finite by an absurd half-life (0 × inf).
+    fn decayed(
+        &mut self,
+        scheme: &BucketScheme,
+        half_life: Duration,
+        value: f64,
+        weight: f64,
+        time: Timestamp,
+    ) -> Option<f64> {
+        if !valid_sample(value, weight) {
+            return None;
+        }
+        let weight = weight * self.decay_factor(scheme, half_life, time);
+        valid_weight(weight).then_some(weight)
     }
 
     /// Upstream `decayFactor`.

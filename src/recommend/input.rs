@@ -16,6 +16,17 @@ use std::sync::Arc;
 
 pub use super::usage::{PodMetricsList, PodUsage};
 
+/// An object from a kube list or watch as the JSON a file would hold: with
+/// its `kind`, which lists and watches leave out of their items.
+#[must_use]
+pub fn object_value(object: &kube::api::DynamicObject, kind: &str) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or(Value::Null);
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), kind.into());
+    }
+    value
+}
+
 /// Why an object was not taken: the object, the field, and why.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{object}: {field}: {reason}")]

@@ -134,7 +134,7 @@ pub fn intervals(mut items: Vec<PodUsage>) -> Vec<(Timestamp, Vec<PodUsage>)> {
 }
 
 /// Everything a replay needs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Replay {
     pub model: ModelConfig,
     pub status: StatusConfig,

@@ -8,7 +8,7 @@
 //! DaemonSets, so it cannot select their pods by label; the owner is checked
 //! on each pod instead.
 
-use super::input::{NodeIndex, TrackedPod};
+use super::input::{object_value, NodeIndex, TrackedPod};
 use super::model::History;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
@@ -51,11 +51,7 @@ fn pod_resource() -> ApiResource {
 }
 
 fn tracked(object: &DynamicObject) -> Option<TrackedPod> {
-    let mut value = serde_json::to_value(object).ok()?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("kind".into(), "Pod".into());
-    }
-    match TrackedPod::from_value(&value) {
+    match TrackedPod::from_value(&object_value(object, "Pod")) {
         Ok(pod) => pod,
         Err(error) => {
             tracing::warn!(%error, "pod left out");
@@ -211,13 +207,10 @@ impl NodeWatch {
         self.ready.load(Ordering::Acquire)
     }
 
-    /// The node labels now.
-    #[must_use]
-    pub fn snapshot(&self) -> NodeIndex {
-        self.nodes
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+    /// The node labels now, read in place (the watch waits meanwhile):
+    /// an interval reads them once, with no copy of every node's labels.
+    pub fn labels(&self) -> std::sync::MutexGuard<'_, NodeIndex> {
+        self.nodes.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
