@@ -7,7 +7,7 @@
 pub mod admission;
 pub mod cli;
 pub mod features;
-pub mod json_object;
+pub mod json;
 pub mod leader;
 pub mod manifest;
 pub mod messages;
@@ -19,3 +19,4 @@ pub mod recommend;
 pub mod server;
 pub mod store;
 pub mod tls;
+pub mod vpa;

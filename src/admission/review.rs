@@ -1,7 +1,7 @@
 //! The incoming half of the wire format: an `AdmissionReview` read from bytes
 //! without copying the object, so each webhook parses only what it needs.
 
-use crate::json_object::{self, FromObject};
+use crate::json::object::{self as json_object, FromObject};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;

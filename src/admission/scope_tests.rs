@@ -250,7 +250,7 @@ fn the_node_store_keeps_only_the_labels_a_scoped_vpa_names() {
         .collect();
     assert_eq!(keys, [ZONE]);
     assert_eq!(decider.store.node_count(), 3);
-    use crate::mutate::{NodeLabel, NodeLabels};
+    use crate::vpa::{NodeLabel, NodeLabels};
     assert_eq!(
         decider
             .store

@@ -9,9 +9,7 @@
 
 use crate::quantity::Quantity;
 
-use super::recommendation::{
-    resource_name, ContainerPolicy, ControlledValues, LimitRangeItem, ResourceList,
-};
+use crate::vpa::{resource_name, ContainerPolicy, ControlledValues, LimitRangeItem, ResourceList};
 
 pub(crate) const CPU: &str = "cpu";
 pub(crate) const MEMORY: &str = "memory";

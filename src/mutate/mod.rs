@@ -13,20 +13,19 @@
 mod capping;
 pub mod mark;
 pub mod pod;
-pub mod recommendation;
-pub mod scope;
 
 pub mod patch;
 
 pub use self::patch::{Patch, PatchValue};
-pub use self::scope::{NodeLabel, NodeLabels, Placement, ScopeKey};
+pub use crate::vpa::{NodeLabel, NodeLabels, Placement, ScopeKey};
 
 use crate::quantity::Quantity;
 
 use self::capping::{Current, PodMember};
 use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
-use self::recommendation::{
+use crate::vpa::scope;
+use crate::vpa::{
     effective_limit_range, resource_name, ContainerMode, ControlledValues, LimitKind,
     LimitRangeItem, RecommendationRow, ResourceList, VpaPolicy,
 };
@@ -218,7 +217,7 @@ fn plan_containers(
         if policy.is_some_and(|p| p.mode == ContainerMode::Off) {
             continue;
         }
-        let default_controlled = recommendation::default_controlled_resources();
+        let default_controlled = crate::vpa::default_controlled_resources();
         let controlled = policy.map_or(&default_controlled, |p| &p.controlled_resources);
         let target: ResourceList = recs
             .target(name)

@@ -31,52 +31,7 @@ pub struct AddOp {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Patch(Vec<AddOp>);
 
-/// Appends `/` and `token` escaped as RFC 6901 says (`~` as `~0`, `/` as `~1`).
-pub(super) fn push_token(path: &mut String, token: &str) {
-    path.push('/');
-    if !token.contains(['~', '/']) {
-        path.push_str(token);
-        return;
-    }
-    for c in token.chars() {
-        match c {
-            '~' => path.push_str("~0"),
-            '/' => path.push_str("~1"),
-            c => path.push(c),
-        }
-    }
-}
-
-/// Writes `s` as a JSON string: plain text is copied at once, anything that
-/// needs escaping goes through serde_json's escaper.
-pub fn write_json_str(out: &mut Vec<u8>, s: &str) {
-    let plain = s
-        .bytes()
-        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b != 0x7f);
-    if plain {
-        out.reserve(s.len() + 2);
-        out.push(b'"');
-        out.extend_from_slice(s.as_bytes());
-        out.push(b'"');
-    } else {
-        // Writing a str into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut *out, s);
-    }
-}
-
-/// Writes a JSON object of string keys and values, in the order given.
-pub fn write_json_object<'s>(out: &mut Vec<u8>, entries: impl Iterator<Item = (&'s str, &'s str)>) {
-    out.push(b'{');
-    for (i, (key, value)) in entries.enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        write_json_str(out, key);
-        out.push(b':');
-        write_json_str(out, value);
-    }
-    out.push(b'}');
-}
+pub use crate::json::write::{push_token, write_json_object, write_json_str};
 
 impl Patch {
     pub(super) fn add(&mut self, path: String, value: PatchValue) {

@@ -3,11 +3,11 @@
 
 use serde_json::{json, Value};
 
-use super::recommendation::{
-    ContainerPolicy, ContainerRecommendation, LimitKind, RecommendationTable, ResourceList,
-};
 use super::*;
 use crate::quantity::Quantity;
+use crate::vpa::{
+    ContainerPolicy, ContainerRecommendation, LimitKind, RecommendationTable, ResourceList,
+};
 
 const NODE: &str = "node-a-1";
 

@@ -4,10 +4,10 @@
 //! The same conversions serve `--store file:`/`--metrics file:` and the
 //! cluster, which return the same JSON.
 
-use crate::mutate::recommendation::{ContainerMode, ContainerPolicy, ResourceList};
-use crate::mutate::scope::{NodeLabel, NodeLabels, ScopeKey};
 use crate::quantity::Quantity;
 use crate::store::crd::{ContainerResourcePolicy, VpaSpec};
+use crate::vpa::{ContainerMode, ContainerPolicy, ResourceList};
+use crate::vpa::{NodeLabel, NodeLabels, ScopeKey};
 use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::Value;

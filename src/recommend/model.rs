@@ -11,7 +11,7 @@
 use super::aggregate::{AggregateContainerState, HistoryConfig};
 use super::container::{ContainerState, PeakConfig, Sink};
 use super::input::{PodUsage, ScopedVpa, TrackedPod};
-use crate::mutate::scope::{NodeLabels, Placement};
+use crate::vpa::{NodeLabels, Placement};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

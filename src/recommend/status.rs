@@ -22,8 +22,8 @@ use super::estimate::{
 use super::input::ScopedVpa;
 use super::model::ContainerHistory;
 use super::model::FastMap;
-use crate::mutate::recommendation::ContainerPolicy;
 use crate::quantity::{Format, Quantity};
+use crate::vpa::ContainerPolicy;
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

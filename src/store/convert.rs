@@ -2,13 +2,13 @@
 //! watch time: every quantity is parsed here so a request never parses one.
 
 use super::crd::{ResourceTexts, VpaSpec};
-use crate::mutate::pod::{JsonMap, QuantityText, Str};
-use crate::mutate::recommendation::{
+use crate::json::borrowed::{JsonMap, QuantityText, Str};
+use crate::quantity::Quantity;
+use crate::vpa::ScopeKey;
+use crate::vpa::{
     ContainerMode, ContainerPolicy, ControlledValues, LimitKind, LimitRangeItem,
     RecommendationTable, ResourceList, TableBuilder, UpdateMode, VpaPolicy,
 };
-use crate::mutate::scope::ScopeKey;
-use crate::quantity::Quantity;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;

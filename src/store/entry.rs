@@ -10,7 +10,7 @@ use super::convert::{
     limit_range_items, scoped_daemonset_target, vpa_policy, ConvertError, Interner, VpaDoc,
 };
 use crate::manifest::object_ref;
-use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
+use crate::vpa::{LimitRangeItem, VpaPolicy};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;

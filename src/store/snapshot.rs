@@ -6,9 +6,9 @@
 
 use super::convert::{ConvertError, Interner};
 use super::entry::Entry;
-use crate::mutate::recommendation::{LimitRangeItem, VpaPolicy};
-use crate::mutate::scope::{NodeLabel, NodeLabels};
 use crate::policy::{LabelSelector, PolicyInputs};
+use crate::vpa::{LimitRangeItem, VpaPolicy};
+use crate::vpa::{NodeLabel, NodeLabels};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -199,8 +199,8 @@ impl Snapshot {
             .values()
             .flat_map(HashMap::values)
             .filter_map(|policy| match &policy.scope {
-                crate::mutate::ScopeKey::Label(key) => Some(key.clone()),
-                crate::mutate::ScopeKey::NodeName => None,
+                crate::vpa::ScopeKey::Label(key) => Some(key.clone()),
+                crate::vpa::ScopeKey::NodeName => None,
             })
             .collect()
     }
@@ -327,7 +327,7 @@ mod tests {
             snapshot
                 .vpa_for("monitoring", "node-exporter")
                 .map(|v| &v.scope),
-            Some(&crate::mutate::ScopeKey::Label(
+            Some(&crate::vpa::ScopeKey::Label(
                 "topology.kubernetes.io/zone".into()
             ))
         );

@@ -3,9 +3,9 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::super::recommendation::{ContainerPolicy, LimitKind};
 use super::super::*;
 use super::{assert_idempotent, list, lr, rec, vpa};
+use crate::vpa::{ContainerPolicy, LimitKind};
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),

@@ -11,9 +11,9 @@
 use serde_json::Value;
 
 use super::super::mark::ORIGINAL_RESOURCES_ANNOTATION;
-use super::super::recommendation::RecommendationTable;
 use super::super::*;
 use super::{list, rec};
+use crate::vpa::RecommendationTable;
 
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -94,7 +94,7 @@ fn upstream(pod: &Value) -> Value {
                 .iter()
                 .map(|(r, q)| (r.as_str(), q.as_str()))
                 .collect();
-            super::super::recommendation::ContainerRecommendation {
+            crate::vpa::ContainerRecommendation {
                 container_name: (*c).to_owned(),
                 target: list(&pairs),
             }

@@ -63,10 +63,10 @@ macro_rules! object_only {
     (@one $ty:ident <$lt:lifetime>) => {
         impl<'de: $lt, $lt> ::serde::Deserialize<'de> for $ty<$lt> {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                $crate::json_object::object(d)
+                $crate::json::object::object(d)
             }
         }
-        impl<'de: $lt, $lt> $crate::json_object::FromObject<'de> for $ty<$lt> {
+        impl<'de: $lt, $lt> $crate::json::object::FromObject<'de> for $ty<$lt> {
             fn from_fields<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $ty::deserialize(d)
             }
@@ -75,10 +75,10 @@ macro_rules! object_only {
     (@one $ty:ident) => {
         impl<'de> ::serde::Deserialize<'de> for $ty {
             fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                $crate::json_object::object(d)
+                $crate::json::object::object(d)
             }
         }
-        impl<'de> $crate::json_object::FromObject<'de> for $ty {
+        impl<'de> $crate::json::object::FromObject<'de> for $ty {
             fn from_fields<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $ty::deserialize(d)
             }
