@@ -100,6 +100,32 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(offline(|| cli::run_features(&args)))
         }
+        Command::Update(args) => {
+            if args.is_offline() {
+                let mut out = std::io::stdout().lock();
+                return Ok(match cli::update::run_offline(&args, &mut out) {
+                    Ok(code) => code,
+                    Err(error) => {
+                        eprintln!("nodescope: update: {error}");
+                        ExitCode::from(2)
+                    }
+                });
+            }
+            if !args.plan {
+                cli::init_logging(args.log_format, "info");
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            Ok(match runtime.block_on(cli::update::run_cluster(&args)) {
+                Ok(code) => code,
+                Err(error) => {
+                    eprintln!("nodescope: update: {error}");
+                    ExitCode::from(2)
+                }
+            })
+        }
         Command::Recommend(args) => {
             if cli::recommend::is_offline(&args) {
                 let mut out = std::io::stdout().lock();

@@ -377,7 +377,7 @@ fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
 }
 
 /// Columns padded to their widest cell, three spaces apart, as kubectl does.
-fn table<const N: usize>(rows: &[[String; N]]) -> String {
+pub(crate) fn table<const N: usize>(rows: &[[String; N]]) -> String {
     let mut widths = [0; N];
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {

@@ -11,6 +11,8 @@ pub mod features;
 pub mod recommend;
 mod serve;
 pub mod test_suite;
+pub mod update;
+mod update_list;
 
 pub use certs::run_certs;
 pub use dry_run::run_dry_run;
@@ -56,6 +58,11 @@ pub enum Command {
     /// algorithm. Offline (--store file: --metrics file:, or --demo) it
     /// replays recorded PodMetrics and prints the VPAs with that status.
     Recommend(Box<recommend::RecommendArgs>),
+    /// The per-node updater: brings running pods of scoped DaemonSet VPAs
+    /// to their node's recommendation group, in place where the updateMode
+    /// allows, with upstream VPA updater's rules and limits. `--plan`
+    /// prints one pass and changes nothing.
+    Update(Box<update::UpdateArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

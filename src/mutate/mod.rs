@@ -58,13 +58,35 @@ pub struct Mutation {
     pub warnings: Vec<String>,
 }
 
-/// The resources nodescope sets on one container.
-struct Plan {
-    index: usize,
-    requests: ResourceList,
-    limits: ResourceList,
-    notes: Vec<String>,
+/// The resources nodescope sets on one container: the values of the
+/// resources it controls, whether or not the pod has them already.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContainerSizing {
+    /// The container's index in `spec.containers`.
+    pub index: usize,
+    /// Requests, capped (upstream's target after min/max and LimitRange).
+    pub requests: ResourceList,
+    /// Limits, kept in the original ratio to the requests; empty for
+    /// `RequestsOnly`.
+    pub limits: ResourceList,
+    /// Capping notes for the `vpaUpdates` annotation.
+    pub notes: Vec<String>,
 }
+
+/// What the webhook gives a pod, before it becomes a patch: the one
+/// arithmetic that both the webhook (at creation) and the updater (on a
+/// running pod) apply.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Sizing {
+    /// The containers nodescope resizes, in pod order.
+    pub containers: Vec<ContainerSizing>,
+    /// As [`Mutation::warnings`].
+    pub warnings: Vec<String>,
+    /// Whether the pod carries nodescope's mark (computed from it).
+    marked: bool,
+}
+
+type Plan = ContainerSizing;
 
 /// Computes the patch for `pod` at `placement` (see
 /// [`Placement::resolve`]) under `vpa`.
@@ -78,6 +100,36 @@ pub fn mutate_pod(
     limit_ranges: &[LimitRangeItem],
     missing: MissingNodeRecommendation,
 ) -> Mutation {
+    let sizing = size_pod(pod, vpa, placement, limit_ranges, missing);
+    let mut patch = resize_ops(pod, &sizing);
+    let resources_changed = !patch.is_empty();
+    let new_mark = (!sizing.marked && !sizing.containers.is_empty())
+        .then(|| mark::record(pod, sizing.containers.iter().map(|p| p.index)));
+    annotation_ops(
+        pod,
+        vpa,
+        &sizing.containers,
+        resources_changed,
+        new_mark,
+        &mut patch,
+    );
+    Mutation {
+        patch,
+        warnings: sizing.warnings,
+    }
+}
+
+/// The resources the webhook gives `pod` at `placement` under `vpa`: what
+/// [`mutate_pod`] patches, as values. The updater calls this on a running
+/// pod, so that a pod brought up to date in place has exactly what a new
+/// pod would get at creation.
+pub fn size_pod(
+    pod: &PodView<'_>,
+    vpa: &VpaPolicy,
+    placement: Placement<'_>,
+    limit_ranges: &[LimitRangeItem],
+    missing: MissingNodeRecommendation,
+) -> Sizing {
     let mut warnings = Vec::new();
     // A pod nodescope already resized carries the resources it had before
     // (see `mark`): recomputing from those gives exactly the first pass's
@@ -93,7 +145,7 @@ pub fn mutate_pod(
         }
     };
     let recs = select_recommendations(vpa, placement, missing, &mut warnings);
-    let plans = match recs {
+    let containers = match recs {
         Some(recs) => plan_containers(
             pod,
             vpa,
@@ -104,17 +156,24 @@ pub fn mutate_pod(
         ),
         None => Vec::new(),
     };
+    Sizing {
+        containers,
+        warnings,
+        marked: originals.is_some(),
+    }
+}
+
+/// The `add` operations that give `pod`'s containers the values of
+/// `sizing`, creating maps only where needed; no annotations. This is the
+/// body of an in-place resize.
+pub fn resize_ops(pod: &PodView<'_>, sizing: &Sizing) -> Patch {
     let mut patch = Patch::default();
-    for plan in &plans {
+    for plan in &sizing.containers {
         if let Some(c) = pod.spec.containers.get(plan.index) {
             container_ops(c, plan, &mut patch);
         }
     }
-    let resources_changed = !patch.is_empty();
-    let new_mark = (originals.is_none() && !plans.is_empty())
-        .then(|| mark::record(pod, plans.iter().map(|p| p.index)));
-    annotation_ops(pod, vpa, &plans, resources_changed, new_mark, &mut patch);
-    Mutation { patch, warnings }
+    patch
 }
 
 fn select_recommendations<'v>(

@@ -56,7 +56,7 @@ fn update_mode(object: &str, text: Option<&str>) -> Result<UpdateMode, ConvertEr
         Some("InPlaceOrRecreate") => UpdateMode::InPlaceOrRecreate,
         // InPlace resizes running pods but, like the others, starts new pods
         // with the recommendation.
-        Some("InPlace") => UpdateMode::InPlaceOrRecreate,
+        Some("InPlace") => UpdateMode::InPlace,
         Some(other) => {
             return Err(ConvertError {
                 object: object.to_owned(),

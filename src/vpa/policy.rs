@@ -18,8 +18,10 @@ pub enum UpdateMode {
     Initial,
     /// Applied at creation and by evicting pods.
     Recreate,
-    /// Applied in place where possible.
+    /// Applied in place where possible, else by eviction.
     InPlaceOrRecreate,
+    /// Applied in place only; never by eviction.
+    InPlace,
     /// The upstream default.
     #[default]
     Auto,

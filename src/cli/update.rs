@@ -1,0 +1,319 @@
+//! `nodescope update`: the per-node updater. `--plan` prints what one pass
+//! would do and changes nothing (offline from `--store file:DIR`, or from
+//! the cluster); without it, the controller runs against the cluster.
+//! Every flag upstream's updater has for these numbers is here under the
+//! same name and default.
+
+use super::features::parse_duration;
+use super::MissingNode;
+use crate::store::Snapshot;
+use crate::update::cluster::LoopConfig;
+use crate::update::metrics::UpdaterMetrics;
+use crate::update::priority::PriorityConfig;
+use crate::update::{plan_pass, Action, Memory, PodPlan, UpdateConfig, Workloads};
+use clap::{Args, ValueEnum};
+use serde_json::Value;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+/// `nodescope update`.
+#[derive(Debug, Args, Clone)]
+pub struct UpdateArgs {
+    /// Where VPAs, DaemonSets, Nodes, Pods and LimitRanges come from:
+    /// `kube` (the cluster) or `file:PATH` (manifests, pods with their
+    /// status).
+    #[arg(long, default_value = "kube")]
+    pub store: String,
+    /// Print what one pass would do, change nothing, and exit.
+    #[arg(long)]
+    pub plan: bool,
+    /// Output of `--plan`.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: Output,
+    /// How often a pass runs.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    pub updater_interval: Duration,
+    /// A DaemonSet with fewer live pods is never disrupted.
+    #[arg(long, default_value_t = 2)]
+    pub min_replicas: usize,
+    /// The fraction of a DaemonSet's pods that may be disrupted at once;
+    /// pods that are not Ready count as disrupted.
+    #[arg(long, default_value_t = 0.5)]
+    pub eviction_tolerance: f64,
+    /// Evictions per second (0 or less: no limit).
+    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
+    pub eviction_rate_limit: f64,
+    /// Evictions allowed at once above the rate.
+    #[arg(long, default_value_t = 1)]
+    pub eviction_rate_burst: u32,
+    /// Resize in place without counting against --eviction-tolerance when
+    /// every container may be resized without a restart.
+    #[arg(long)]
+    pub in_place_skip_disruption_budget: bool,
+    /// A pod within its recommendation is updated only when the change is
+    /// at least this (upstream's resource diff).
+    #[arg(long, default_value_t = 0.1)]
+    pub pod_update_threshold: f64,
+    /// ...and only when it is older than this.
+    #[arg(long, default_value = "12h", value_parser = parse_duration)]
+    pub in_recommendation_bounds_eviction_lifetime_threshold: Duration,
+    /// A container OOM-killed sooner than this after it started makes its
+    /// pod updated at once.
+    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    pub evict_after_oom_threshold: Duration,
+    /// Evict only while nodescope's webhook renews its status Lease: an
+    /// evicted DaemonSet pod comes back through admission.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub use_admission_controller_status: bool,
+    /// The webhook's status Lease (`serve --status-lease-name`).
+    #[arg(long, default_value = "nodescope-webhook")]
+    pub admission_controller_status_lease_name: String,
+    /// Its namespace.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    pub admission_controller_status_lease_namespace: String,
+    /// How old the webhook's last renewal may be.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    pub admission_controller_status_lease_timeout: Duration,
+    /// As the webhook's flag: what a pod gets when its group is missing.
+    #[arg(long, value_enum, default_value = "aggregate")]
+    pub missing_node_recommendation: MissingNode,
+    /// This replica's name: the Lease holder's identity (the pod name).
+    #[arg(long, env = "POD_NAME", default_value = "nodescope-updater")]
+    pub instance: String,
+    /// The namespace of the updater's own Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    pub lease_namespace: String,
+    /// The updater's Lease.
+    #[arg(long, default_value = "nodescope-updater")]
+    pub lease_name: String,
+    /// How long a dead leader's Lease lasts (at least 2s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:8943")]
+    pub metrics_listen: std::net::SocketAddr,
+    /// `text` or `json` logs.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: super::LogFormat,
+}
+
+/// `-o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+impl UpdateArgs {
+    /// The pass's numbers.
+    #[must_use]
+    pub fn config(&self) -> UpdateConfig {
+        let secs = |d: Duration| i64::try_from(d.as_secs()).unwrap_or(i64::MAX);
+        UpdateConfig {
+            priority: PriorityConfig {
+                min_change_priority: self.pod_update_threshold,
+                pod_lifetime_update_threshold: secs(
+                    self.in_recommendation_bounds_eviction_lifetime_threshold,
+                ),
+                evict_after_oom_threshold: secs(self.evict_after_oom_threshold),
+            },
+            min_replicas: self.min_replicas,
+            eviction_tolerance: self.eviction_tolerance,
+            in_place_skip_disruption_budget: self.in_place_skip_disruption_budget,
+            missing: self.missing_node_recommendation.into(),
+        }
+    }
+
+    /// Whether this runs without a cluster.
+    #[must_use]
+    pub fn is_offline(&self) -> bool {
+        self.store.starts_with("file:")
+    }
+}
+
+/// Plans one pass over `objects` (everything the store needs plus Pods and
+/// DaemonSets), as of `now`.
+///
+/// # Errors
+/// Every Pod or DaemonSet that cannot be read, and every object the store
+/// left out, each naming itself.
+pub fn plan_objects(
+    objects: Vec<Value>,
+    config: &UpdateConfig,
+    webhook_fresh: bool,
+    now: i64,
+) -> Result<Vec<PodPlan>, String> {
+    let (workloads, rest) = Workloads::split(objects).map_err(|e| e.join("\n"))?;
+    let snapshot = Snapshot::build(rest);
+    if !snapshot.problems.is_empty() {
+        let words: Vec<String> = snapshot.problems.iter().map(ToString::to_string).collect();
+        return Err(words.join("\n"));
+    }
+    let mut memory = Memory::default();
+    Ok(plan_pass(
+        &snapshot,
+        &workloads,
+        config,
+        &mut memory,
+        webhook_fresh,
+        now,
+    ))
+}
+
+/// `update --plan --store file:DIR`: prints the plan; exit 0, or 2 on bad
+/// input.
+///
+/// # Errors
+/// Unreadable input, with the file or object and why.
+pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, String> {
+    if !args.plan {
+        return Err(
+            "offline (--store file:), only --plan runs: a pass needs a cluster to act on".into(),
+        );
+    }
+    let path = args.store.trim_start_matches("file:");
+    let objects =
+        crate::manifest::read_path(std::path::Path::new(path), &[]).map_err(|e| e.to_string())?;
+    // Offline there is no webhook Lease to read: the plan shows what a pass
+    // would do with a healthy webhook.
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let objects = objects.into_iter().map(|d| d.value).collect();
+    let plans = plan_objects(objects, &args.config(), true, now)?;
+    render(&plans, args.output, out).map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes the plan as a table, JSON (`{"items": [...]}`) or YAML.
+///
+/// # Errors
+/// When `out` fails.
+pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
+    match output {
+        Output::Json => {
+            let text = serde_json::to_string_pretty(&serde_json::json!({ "items": plans }))
+                .unwrap_or_default();
+            writeln!(out, "{text}")
+        }
+        Output::Yaml => {
+            let text = serde_saphyr::to_string(&serde_json::json!({ "items": plans }))
+                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            write!(out, "{text}")
+        }
+        Output::Table => {
+            let mut rows = vec![[
+                "POD".to_owned(),
+                "NODE".to_owned(),
+                "SCOPE VALUE".to_owned(),
+                "ACTION".to_owned(),
+                "REASON".to_owned(),
+                "CURRENT → DESIRED".to_owned(),
+            ]];
+            for p in plans {
+                rows.push([
+                    format!("{}/{}", p.namespace, p.pod),
+                    p.node.clone().unwrap_or_else(|| "-".into()),
+                    p.scope_value.clone().unwrap_or_else(|| "-".into()),
+                    p.action.as_str().to_owned(),
+                    p.reason.clone(),
+                    change(p),
+                ]);
+            }
+            write!(out, "{}", super::features::table(&rows))
+        }
+    }
+}
+
+/// `agent: cpu 100m→150m, memory 128Mi→256Mi (limits cpu 200m→300m)`.
+fn change(p: &PodPlan) -> String {
+    let mut parts = Vec::new();
+    for c in &p.containers {
+        let Some(desired) = &c.desired else { continue };
+        let diff = |cur: &std::collections::BTreeMap<String, String>,
+                    want: &std::collections::BTreeMap<String, String>| {
+            want.iter()
+                .filter(|(r, v)| cur.get(*r) != Some(*v))
+                .map(|(r, v)| format!("{r} {}→{v}", cur.get(r).map_or("-", String::as_str)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let requests = diff(&c.current.requests, &desired.requests);
+        let limits = diff(&c.current.limits, &desired.limits);
+        let mut text = format!("{}: {requests}", c.name);
+        if !limits.is_empty() {
+            text.push_str(&format!(" (limits {limits})"));
+        }
+        parts.push(text);
+    }
+    if parts.is_empty() || p.action == Action::None {
+        "-".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+/// Against the cluster: `--plan` lists once and prints; otherwise the loop
+/// until SIGTERM, with /metrics, /healthz and /readyz.
+///
+/// # Errors
+/// No cluster, a busy address, or a Lease that cannot be read.
+pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
+    if args.store != "kube" {
+        return Err(format!(
+            "--store {:?}: expected kube or file:PATH",
+            args.store
+        ));
+    }
+    let client = kube::Client::try_default()
+        .await
+        .map_err(|e| e.to_string())?;
+    if args.plan {
+        let objects = super::update_list::gather(&client).await?;
+        let fresh = !args.use_admission_controller_status
+            || super::update_list::webhook_fresh(
+                &client,
+                &args.admission_controller_status_lease_namespace,
+                &args.admission_controller_status_lease_name,
+                args.admission_controller_status_lease_timeout,
+            )
+            .await;
+        let now = k8s_openapi::jiff::Timestamp::now().as_second();
+        let plans = plan_objects(objects, &args.config(), fresh, now)?;
+        render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let metrics = UpdaterMetrics::new();
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let server =
+        super::update_list::serve_probes(args.metrics_listen, metrics.clone(), ready.clone())
+            .await?;
+    let config = LoopConfig {
+        update: args.config(),
+        interval: args.updater_interval,
+        lease: crate::leader::LeaseConfig {
+            namespace: args.lease_namespace.clone(),
+            name: args.lease_name.clone(),
+            duration: args.lease_duration,
+        },
+        instance: args.instance.clone(),
+        use_admission_controller_status: args.use_admission_controller_status,
+        status_lease: (
+            args.admission_controller_status_lease_namespace.clone(),
+            args.admission_controller_status_lease_name.clone(),
+        ),
+        status_lease_timeout: args.admission_controller_status_lease_timeout,
+        eviction_rate: (args.eviction_rate_limit, args.eviction_rate_burst),
+    };
+    let result = crate::update::cluster::run(
+        client,
+        config,
+        metrics,
+        ready,
+        super::update_list::shutdown(),
+    )
+    .await;
+    server.abort();
+    result.map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}

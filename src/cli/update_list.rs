@@ -1,0 +1,141 @@
+//! The cluster edge of `nodescope update`: one listing for `--plan`, the
+//! probes and metrics listener, and the shutdown signal.
+
+use crate::update::metrics::UpdaterMetrics;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::Client;
+use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// (group, version, kind, plural, required): what `--plan` lists. A kind
+/// that is not required may be absent from the cluster (no Feature CRD).
+const KINDS: [(&str, &str, &str, &str, bool); 7] = [
+    (
+        "autoscaling.k8s.io",
+        "v1",
+        "VerticalPodAutoscaler",
+        "verticalpodautoscalers",
+        true,
+    ),
+    ("", "v1", "LimitRange", "limitranges", true),
+    ("", "v1", "Namespace", "namespaces", true),
+    ("", "v1", "Node", "nodes", true),
+    (
+        "featureflags.nodescope.dev",
+        "v1alpha1",
+        "Feature",
+        "features",
+        false,
+    ),
+    ("", "v1", "Pod", "pods", true),
+    ("apps", "v1", "DaemonSet", "daemonsets", true),
+];
+
+/// Lists every object a pass reads, once.
+///
+/// # Errors
+/// A required kind that cannot be listed, naming it.
+pub async fn gather(client: &Client) -> Result<Vec<Value>, String> {
+    let mut out = Vec::new();
+    for (group, version, kind, plural, required) in KINDS {
+        let resource =
+            ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        match api.list(&ListParams::default()).await {
+            Ok(list) => {
+                for object in list.items {
+                    let mut value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
+                    value["apiVersion"] = resource.api_version.clone().into();
+                    value["kind"] = kind.into();
+                    out.push(value);
+                }
+            }
+            Err(error) if !required => {
+                tracing::debug!(%error, kind, "not listed");
+            }
+            Err(error) => return Err(format!("listing {plural}.{group}: {error}")),
+        }
+    }
+    Ok(out)
+}
+
+/// Whether nodescope's webhook renewed its status Lease within `timeout`.
+pub async fn webhook_fresh(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    timeout: Duration,
+) -> bool {
+    crate::update::cluster::webhook_fresh(client, &(namespace.to_owned(), name.to_owned()), timeout)
+        .await
+}
+
+/// Serves /metrics, /healthz and /readyz (ready once the watches synced).
+///
+/// # Errors
+/// When the address cannot be bound.
+pub async fn serve_probes(
+    addr: std::net::SocketAddr,
+    metrics: UpdaterMetrics,
+    ready: Arc<AtomicBool>,
+) -> Result<tokio::task::JoinHandle<()>, String> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+    let app = axum::Router::new()
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let metrics = metrics.clone();
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        metrics.render(),
+                    )
+                }
+            }),
+        )
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || {
+                let ready = ready.load(Ordering::SeqCst);
+                async move {
+                    if ready {
+                        (axum::http::StatusCode::OK, "ok")
+                    } else {
+                        (
+                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                            "watches not synced yet",
+                        )
+                    }
+                }
+            }),
+        );
+    Ok(tokio::spawn(async move {
+        if let Err(error) = axum::serve(listener, app).await {
+            tracing::warn!(%error, "metrics listener stopped");
+        }
+    }))
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown() {
+    let mut sigterm =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = async {
+            match sigterm.as_mut() {
+                Some(s) => { s.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+    tracing::info!("shutting down: the Lease is released");
+}

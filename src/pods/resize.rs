@@ -1,0 +1,202 @@
+//! In-place resize (`pods/resize`, GA in Kubernetes 1.35): reading where a
+//! resize stands from the pod's conditions, and asking for one.
+//!
+//! Both the updater and the balloon controller resize pods this way: the
+//! request is a JSON patch of the `resize` subresource that first tests the
+//! pod's resourceVersion, so a resize computed from a stale pod is refused
+//! rather than applied over a newer one.
+
+use crate::mutate::Patch;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, PatchParams};
+use kube::Client;
+
+/// One `PodResizePending` or `PodResizeInProgress` condition that is `True`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResizeCondition {
+    /// `reason`.
+    pub reason: String,
+    /// `message`.
+    pub message: String,
+}
+
+/// Where a pod's last resize stands, as upstream's updater reads the
+/// conditions (`getResizeStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum ResizeStatus {
+    /// No resize is pending or in progress.
+    #[default]
+    None,
+    /// `PodResizePending`, reason `Deferred`: the node may fit it later.
+    Deferred(String),
+    /// `PodResizePending`, reason `Infeasible`: the node cannot fit it.
+    Infeasible(String),
+    /// `PodResizeInProgress` with neither reason nor message.
+    InProgress,
+    /// `PodResizeInProgress`, reason `Error`.
+    Error(String),
+    /// A condition with a reason upstream does not know.
+    Unknown(String),
+}
+
+impl ResizeStatus {
+    /// From the pod's true `PodResizePending` and `PodResizeInProgress`
+    /// conditions; pending wins, as upstream.
+    #[must_use]
+    pub fn of(pending: Option<ResizeCondition>, in_progress: Option<ResizeCondition>) -> Self {
+        if let Some(c) = pending {
+            return match c.reason.as_str() {
+                "Deferred" => ResizeStatus::Deferred(c.message),
+                "Infeasible" => ResizeStatus::Infeasible(c.message),
+                _ => ResizeStatus::Unknown(c.reason),
+            };
+        }
+        match in_progress {
+            None => ResizeStatus::None,
+            Some(c) if c.reason.is_empty() && c.message.is_empty() => ResizeStatus::InProgress,
+            Some(c) if c.reason == "Error" => ResizeStatus::Error(c.message),
+            Some(c) => ResizeStatus::Unknown(c.reason),
+        }
+    }
+
+    /// Whether a resize is pending or in progress.
+    #[must_use]
+    pub fn is_updating(&self) -> bool {
+        *self != ResizeStatus::None
+    }
+}
+
+/// The `pods/resize` body: a test of `resource_version`, then `ops`.
+#[must_use]
+pub fn resize_patch(ops: &Patch, resource_version: &str) -> json_patch::Patch {
+    let mut operations = vec![json_patch::PatchOperation::Test(
+        json_patch::TestOperation {
+            path: json_patch::jsonptr::PointerBuf::parse("/metadata/resourceVersion")
+                .unwrap_or_default(),
+            value: serde_json::Value::String(resource_version.to_owned()),
+        },
+    )];
+    operations.extend(ops.operations());
+    json_patch::Patch(operations)
+}
+
+/// Why a resize request failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ResizeError {
+    /// The apiserver refused it because the node's allocatable cannot hold
+    /// it (it checks before the kubelet sees it).
+    #[error("resize of pod {pod} refused as infeasible: {message}")]
+    Infeasible {
+        /// `namespace/name`.
+        pod: String,
+        /// The apiserver's words.
+        message: String,
+    },
+    /// The pod changed since it was read (the resourceVersion test failed),
+    /// or it is gone.
+    #[error("resize of pod {pod} not applied, the pod changed or is gone: {message}")]
+    Stale {
+        /// `namespace/name`.
+        pod: String,
+        /// The apiserver's words.
+        message: String,
+    },
+    /// Anything else (RBAC, a policy, the network).
+    #[error("resize of pod {pod} failed: {source}")]
+    Api {
+        /// `namespace/name`.
+        pod: String,
+        /// The client error.
+        source: kube::Error,
+    },
+}
+
+/// PATCHes `pods/resize` of `namespace/name` with `patch`.
+///
+/// # Errors
+/// As [`ResizeError`] says.
+pub async fn resize(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    patch: &json_patch::Patch,
+) -> Result<(), ResizeError> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
+    let pod = format!("{namespace}/{name}");
+    match api
+        .patch_subresource(
+            "resize",
+            name,
+            &PatchParams::default(),
+            &kube::api::Patch::<()>::Json(patch.clone()),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) => {
+            let message = status.message.clone();
+            if message.contains("enough allocatable") || message.contains("Infeasible") {
+                Err(ResizeError::Infeasible { pod, message })
+            } else if status.code == 404
+                || status.code == 409
+                || message.contains("testing value")
+                || message.contains("test failed")
+            {
+                Err(ResizeError::Stale { pod, message })
+            } else {
+                Err(ResizeError::Api {
+                    pod,
+                    source: kube::Error::Api(status),
+                })
+            }
+        }
+        Err(source) => Err(ResizeError::Api { pod, source }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(reason: &str, message: &str) -> Option<ResizeCondition> {
+        Some(ResizeCondition {
+            reason: reason.into(),
+            message: message.into(),
+        })
+    }
+
+    #[test]
+    fn conditions_read_as_upstream_reads_them() {
+        assert_eq!(ResizeStatus::of(None, None), ResizeStatus::None);
+        assert_eq!(
+            ResizeStatus::of(c("Deferred", "later"), c("", "")),
+            ResizeStatus::Deferred("later".into())
+        );
+        assert_eq!(
+            ResizeStatus::of(c("Infeasible", "no"), None),
+            ResizeStatus::Infeasible("no".into())
+        );
+        assert_eq!(
+            ResizeStatus::of(c("Other", ""), None),
+            ResizeStatus::Unknown("Other".into())
+        );
+        assert_eq!(ResizeStatus::of(None, c("", "")), ResizeStatus::InProgress);
+        assert_eq!(
+            ResizeStatus::of(None, c("Error", "boom")),
+            ResizeStatus::Error("boom".into())
+        );
+        assert_eq!(
+            ResizeStatus::of(None, c("Odd", "")),
+            ResizeStatus::Unknown("Odd".into())
+        );
+    }
+
+    #[test]
+    fn the_patch_tests_the_resource_version_first() {
+        let patch = resize_patch(&Patch::default(), "42");
+        assert_eq!(
+            serde_json::to_string(&patch).unwrap_or_default(),
+            r#"[{"op":"test","path":"/metadata/resourceVersion","value":"42"}]"#
+        );
+    }
+}

@@ -1,0 +1,517 @@
+//! One pass: for every pod of every scoped DaemonSet VPA, what to do now.
+//! Pure: a function of the store snapshot, the workloads, the
+//! configuration, what earlier passes saw ([`Memory`]) and the time.
+
+use super::priority::{self, admit, has_lower_resource, PodPriority, Recommended};
+use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecision};
+use super::workloads::{DaemonSetInfo, Workloads};
+use super::{Action, ContainerChange, PodPlan, Resources, UpdateConfig};
+use crate::json::borrowed::{JsonMap, QuantityText, Str};
+use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
+use crate::mutate::pod::{PodView, ResourcesView};
+use crate::mutate::{resize_ops, size_pod, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
+use crate::pods::{PodPhase, RunningPod};
+use crate::policy::PolicyInputs;
+use crate::store::Snapshot;
+use crate::vpa::{ContainerMode, Placement, ResourceList, UpdateMode, VpaPolicy};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+
+/// The Feature that gates scoped VPAs (KEP-3920).
+pub const SCOPE_FEATURE: (&str, &str) = ("kube-system", "vpa-node-scope");
+
+/// What the updater remembers between passes.
+#[derive(Clone, Debug, Default)]
+pub struct Memory {
+    /// Pod UID -> the requests of its last resize the node could not fit
+    /// (upstream's `infeasibleAttempts`).
+    pub infeasible: HashMap<String, Vec<(String, ResourceList)>>,
+    /// Pod key -> when the updater first saw its resize pending or asked
+    /// for it (upstream's `lastInPlaceAttemptTimeMap`), Unix seconds.
+    pub resizing_since: HashMap<String, i64>,
+}
+
+impl Memory {
+    /// Forgets pods that are gone.
+    pub fn retain_live(&mut self, workloads: &Workloads) {
+        let uids: std::collections::HashSet<&str> =
+            workloads.pods.values().map(|p| &*p.uid).collect();
+        self.infeasible.retain(|uid, _| uids.contains(uid.as_str()));
+        self.resizing_since
+            .retain(|key, _| workloads.pods.contains_key(key));
+    }
+}
+
+/// The state of a Feature in the snapshot, if it exists.
+#[must_use]
+pub fn feature_state<'s>(
+    snapshot: &'s Snapshot,
+    (namespace, name): (&str, &str),
+) -> Option<&'s str> {
+    snapshot
+        .param(
+            "featureflags.nodescope.dev/v1alpha1",
+            "Feature",
+            Some(namespace),
+            name,
+        )?
+        .pointer("/status/state")?
+        .as_str()
+}
+
+/// Plans one pass. `webhook_fresh` says whether nodescope's webhook renewed
+/// its status Lease recently: without it nothing is evicted.
+pub fn plan_pass(
+    snapshot: &Snapshot,
+    workloads: &Workloads,
+    config: &UpdateConfig,
+    memory: &mut Memory,
+    webhook_fresh: bool,
+    now: i64,
+) -> Vec<PodPlan> {
+    let gate =
+        feature_state(snapshot, SCOPE_FEATURE).filter(|s| matches!(*s, "TurningOff" | "Off"));
+    let mut out = Vec::new();
+    for ((namespace, ds), pods) in workloads.by_daemonset() {
+        let Some(vpa) = snapshot.vpa_for(namespace, ds) else {
+            continue;
+        };
+        let daemonset = workloads
+            .daemonsets
+            .get(&(namespace.to_owned(), ds.to_owned()));
+        let group = Group {
+            snapshot,
+            vpa,
+            daemonset,
+            config,
+            now,
+        };
+        group.plan(&pods, gate, memory, webhook_fresh, &mut out);
+    }
+    // `desired` is shown only for pods that change (as the JSON promises).
+    for plan in out.iter_mut().filter(|p| p.action == Action::None) {
+        for c in &mut plan.containers {
+            c.desired = None;
+        }
+    }
+    out
+}
+
+struct Group<'a> {
+    snapshot: &'a Snapshot,
+    vpa: &'a VpaPolicy,
+    daemonset: Option<&'a DaemonSetInfo>,
+    config: &'a UpdateConfig,
+    now: i64,
+}
+
+/// A pod that passed the priority rules, waiting for the disruption check.
+struct Candidate {
+    plan: PodPlan,
+    priority: PodPriority,
+    quick_oom: bool,
+}
+
+impl Group<'_> {
+    fn plan(
+        &self,
+        pods: &[&RunningPod],
+        gate: Option<&str>,
+        memory: &mut Memory,
+        webhook_fresh: bool,
+        out: &mut Vec<PodPlan>,
+    ) {
+        let mode = self.vpa.update_mode;
+        let mut candidates = Vec::new();
+        for pod in pods {
+            let mut plan = self.sized(pod);
+            let skip = if let Some(state) = gate {
+                Some(format!(
+                    "feature {}/{} is {state}",
+                    SCOPE_FEATURE.0, SCOPE_FEATURE.1
+                ))
+            } else if matches!(mode, UpdateMode::Off | UpdateMode::Initial) {
+                Some(format!("updateMode {mode:?} never changes a running pod"))
+            } else if pod.balloon {
+                Some("a balloon pod: only the balloon controller resizes it".into())
+            } else if pod.terminating {
+                Some("terminating".into())
+            } else if pod.node.is_none() {
+                Some("not bound to a node yet".into())
+            } else {
+                None
+            };
+            if let Some(reason) = skip {
+                plan.0.reason = reason;
+                out.push(plan.0);
+                continue;
+            }
+            let (mut plan, sizing) = plan;
+            if sizing.containers.is_empty() {
+                plan.reason = if sizing.warnings.is_empty() {
+                    "no recommendation for its containers".into()
+                } else {
+                    sizing.warnings.join("; ")
+                };
+                out.push(plan);
+                continue;
+            }
+            let settled = plan.ops.is_empty()
+                && !pod.resize.is_updating()
+                && plan
+                    .containers
+                    .iter()
+                    .all(|c| c.desired.as_ref() == Some(&c.current));
+            if settled {
+                plan.reason = "at its recommendation".into();
+                out.push(plan);
+                continue;
+            }
+            match self.prioritize(pod, &sizing, &plan, memory) {
+                Ok((priority, quick_oom)) => candidates.push(Candidate {
+                    plan,
+                    priority,
+                    quick_oom,
+                }),
+                Err(reason) => {
+                    plan.reason = reason;
+                    out.push(plan);
+                }
+            }
+        }
+        candidates.sort_by(|a, b| PodPriority::descending(&a.priority, &b.priority));
+        let live = pods.iter().filter(|p| !p.terminating).count();
+        let running = pods
+            .iter()
+            .filter(|p| !p.terminating && p.phase == PodPhase::Running && p.ready)
+            .count();
+        let configured = self
+            .daemonset
+            .and_then(|d| d.desired_number_scheduled)
+            .filter(|n| *n > 0)
+            .unwrap_or(live);
+        let in_place = matches!(mode, UpdateMode::InPlaceOrRecreate | UpdateMode::InPlace);
+        let stats = GroupStats::new(
+            configured,
+            live,
+            running,
+            self.config.min_replicas,
+            self.config.eviction_tolerance,
+            in_place && self.config.in_place_skip_disruption_budget,
+        );
+        let Some(mut stats) = stats else {
+            for mut c in candidates {
+                c.plan.reason = format!(
+                    "{} live pods, fewer than --min-replicas {}",
+                    live, self.config.min_replicas
+                );
+                out.push(c.plan);
+            }
+            return;
+        };
+        for Candidate {
+            mut plan,
+            priority,
+            quick_oom,
+        } in candidates
+        {
+            let Some(pod) = pods.iter().find(|p| *p.name == *plan.pod) else {
+                continue;
+            };
+            let key = pod.key();
+            if pod.resize.is_updating() {
+                memory.resizing_since.entry(key.clone()).or_insert(self.now);
+            }
+            let since = self.now - memory.resizing_since.get(&key).copied().unwrap_or(self.now);
+            let why = describe(&priority, quick_oom);
+            let decision = if in_place {
+                if pod.phase == PodPhase::Pending {
+                    InPlaceDecision::Deferred
+                } else {
+                    in_place_decision(
+                        &pod.resize,
+                        &stats,
+                        mode == UpdateMode::InPlace,
+                        since,
+                        self.config.in_place_skip_disruption_budget,
+                        pod.non_disruptive_resize,
+                    )
+                }
+            } else if can_evict(&pod.resize, &stats, since) {
+                InPlaceDecision::Evict
+            } else {
+                InPlaceDecision::Deferred
+            };
+            match decision {
+                InPlaceDecision::Approved | InPlaceDecision::Infeasible if !plan.ops.is_empty() => {
+                    stats.in_place_initiated += 1;
+                    plan.action = Action::Resize;
+                    plan.reason = why;
+                }
+                InPlaceDecision::Approved | InPlaceDecision::Infeasible => {
+                    plan.reason = match &pod.resize {
+                        crate::pods::ResizeStatus::Infeasible(m) => {
+                            format!("resize infeasible ({m}); waiting for a lower recommendation")
+                        }
+                        _ => "resize asked for; waiting for the kubelet to actuate it".into(),
+                    };
+                }
+                InPlaceDecision::Evict if webhook_fresh => {
+                    stats.evicted += 1;
+                    plan.action = Action::Evict;
+                    plan.reason = match &pod.resize {
+                        crate::pods::ResizeStatus::None => why,
+                        status => format!("{why}; resize {}", status_words(status)),
+                    };
+                }
+                InPlaceDecision::Evict => {
+                    plan.reason = format!(
+                        "{why}, but nodescope's webhook has not renewed its status Lease: no eviction, \
+                         since the pod would come back without its group"
+                    );
+                }
+                InPlaceDecision::Deferred => {
+                    plan.reason = match &pod.resize {
+                        crate::pods::ResizeStatus::None if pod.phase == PodPhase::Pending => {
+                            "pending: resized once running".into()
+                        }
+                        crate::pods::ResizeStatus::None => format!(
+                            "{why}; deferred: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
+                            stats.eviction_tolerance.max(1), stats.configured
+                        ),
+                        status => format!("resize {}: waiting", status_words(status)),
+                    };
+                }
+            }
+            out.push(plan);
+        }
+    }
+
+    /// The pod's plan with current and desired resources, and the sizing.
+    fn sized(&self, pod: &RunningPod) -> (PodPlan, Sizing) {
+        let actual = pod.view();
+        let creation = self.creation_view(pod);
+        let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
+        let sizing = size_pod(
+            creation.as_ref().unwrap_or(&actual),
+            self.vpa,
+            placement,
+            self.snapshot.limit_ranges(&pod.namespace),
+            self.config.missing,
+        );
+        let ops = resize_ops(&actual, &sizing);
+        let mut containers = Vec::new();
+        for sized in &sizing.containers {
+            let Some(c) = actual.spec.containers.get(sized.index) else {
+                continue;
+            };
+            let state = pod.container_state(&c.name);
+            let spec =
+                |m: Option<&JsonMap<Str<'_>, QuantityText<'_>>>| -> BTreeMap<String, String> {
+                    m.into_iter()
+                        .flat_map(JsonMap::iter)
+                        .map(|(k, v)| (k.to_string(), v.0.to_string()))
+                        .collect()
+                };
+            let status = |m: &Option<crate::pods::Texts>| {
+                m.as_ref().map(|l| {
+                    l.iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect::<BTreeMap<_, _>>()
+                })
+            };
+            let current = Resources {
+                requests: state
+                    .and_then(|s| status(&s.requests))
+                    .unwrap_or_else(|| spec(c.requests())),
+                limits: state
+                    .and_then(|s| status(&s.limits))
+                    .unwrap_or_else(|| spec(c.limits())),
+            };
+            let mut desired = current.clone();
+            for (r, q) in &sized.requests {
+                desired.requests.insert(r.to_owned(), q.to_string());
+            }
+            for (r, q) in &sized.limits {
+                desired.limits.insert(r.to_owned(), q.to_string());
+            }
+            containers.push(ContainerChange {
+                name: c.name.to_string(),
+                current,
+                desired: Some(desired),
+            });
+        }
+        let plan = PodPlan {
+            namespace: pod.namespace.to_string(),
+            pod: pod.name.to_string(),
+            vpa: self.vpa.name.clone(),
+            node: pod.node.as_deref().map(str::to_owned),
+            scope_value: match placement {
+                Placement::Group { value, .. } => Some(value.to_owned()),
+                _ => None,
+            },
+            action: Action::None,
+            reason: String::new(),
+            containers,
+            ops,
+            resource_version: pod.resource_version.to_string(),
+            uid: pod.uid.to_string(),
+        };
+        (plan, sizing)
+    }
+
+    /// The pod as its DaemonSet created it, for a pod without nodescope's
+    /// mark (created before nodescope, or while its webhook was down):
+    /// the template's resources, so the limit ratios are the template's.
+    fn creation_view<'p>(&'p self, pod: &'p RunningPod) -> Option<PodView<'p>> {
+        let mut view = pod.view();
+        if view.annotation(ORIGINAL_RESOURCES_ANNOTATION).is_some() {
+            return None;
+        }
+        let template = &self.daemonset?.template;
+        let texts = |list: &'p Option<crate::pods::Texts>| {
+            list.as_ref().map(|l| {
+                JsonMap(
+                    l.iter()
+                        .map(|(k, v)| {
+                            (
+                                Str(Cow::Borrowed(&**k)),
+                                QuantityText(Str(Cow::Borrowed(&**v))),
+                            )
+                        })
+                        .collect(),
+                )
+            })
+        };
+        for c in &mut view.spec.containers {
+            if let Some((_, (requests, limits))) = template.iter().find(|(n, _)| **n == *c.name) {
+                c.resources = Some(ResourcesView {
+                    requests: texts(requests),
+                    limits: texts(limits),
+                });
+            }
+        }
+        Some(view)
+    }
+
+    /// Upstream's `AddPod` for one pod: its priority, or why it is left.
+    fn prioritize(
+        &self,
+        pod: &RunningPod,
+        sizing: &Sizing,
+        plan: &PodPlan,
+        memory: &Memory,
+    ) -> Result<(PodPriority, bool), String> {
+        let view = pod.view();
+        let observed: Option<Vec<&str>> = view
+            .annotation(OBSERVED_CONTAINERS_ANNOTATION)
+            .map(|o| o.split(", ").filter(|s| !s.is_empty()).collect());
+        let recommended: Vec<Recommended<'_>> = sizing
+            .containers
+            .iter()
+            .filter_map(|s| {
+                Some(Recommended {
+                    name: &view.spec.containers.get(s.index)?.name,
+                    target: &s.requests,
+                    lower: None,
+                    upper: None,
+                })
+            })
+            .collect();
+        let requests = |name: &str| {
+            plan.containers
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| {
+                    priority::parse_list(
+                        c.current
+                            .requests
+                            .iter()
+                            .map(|(k, v)| (k.as_str(), v.as_str())),
+                    )
+                })
+                .unwrap_or_default()
+        };
+        let prio = priority::update_priority(
+            view.spec.containers.iter().map(|c| &*c.name),
+            &recommended,
+            requests,
+            observed.as_deref(),
+        );
+        let quick_oom = pod.containers.iter().any(|c| {
+            observed.as_ref().is_none_or(|o| o.contains(&&*c.name))
+                && self
+                    .vpa
+                    .container_policy(&c.name)
+                    .is_none_or(|p| p.mode != ContainerMode::Off)
+                && c.last_oom_after
+                    .is_some_and(|t| t < self.config.priority.evict_after_oom_threshold)
+        });
+        admit(
+            &prio,
+            quick_oom,
+            pod.start_time,
+            self.now,
+            &self.config.priority,
+        )
+        .map_err(|n| n.reason().to_owned())?;
+        if self.vpa.update_mode == UpdateMode::InPlace {
+            if let Some(last) = memory.infeasible.get(&*pod.uid) {
+                if !has_lower_resource(last, &requested(plan)) {
+                    return Err(
+                        "its last resize was infeasible and the recommendation asks no less".into(),
+                    );
+                }
+            }
+        }
+        Ok((prio, quick_oom))
+    }
+}
+
+/// The desired requests of each container, as the infeasible memory keeps
+/// them.
+#[must_use]
+pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
+    plan.containers
+        .iter()
+        .filter_map(|c| {
+            let d = c.desired.as_ref()?;
+            Some((
+                c.name.clone(),
+                priority::parse_list(d.requests.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
+            ))
+        })
+        .collect()
+}
+
+fn describe(priority: &PodPriority, quick_oom: bool) -> String {
+    if quick_oom {
+        format!(
+            "a container was OOM-killed soon after it started (change {:.2})",
+            priority.resource_diff
+        )
+    } else if priority.outside_recommended_range {
+        format!(
+            "outside its recommended range (change {:.2})",
+            priority.resource_diff
+        )
+    } else {
+        format!(
+            "{} its recommendation by {:.2}",
+            if priority.scale_up { "below" } else { "above" },
+            priority.resource_diff
+        )
+    }
+}
+
+fn status_words(status: &crate::pods::ResizeStatus) -> String {
+    use crate::pods::ResizeStatus as S;
+    match status {
+        S::None => "none".into(),
+        S::Deferred(m) => format!("deferred ({m})"),
+        S::Infeasible(m) => format!("infeasible ({m})"),
+        S::InProgress => "in progress".into(),
+        S::Error(m) => format!("failed ({m})"),
+        S::Unknown(r) => format!("in an unknown state ({r})"),
+    }
+}
