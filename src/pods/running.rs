@@ -136,7 +136,10 @@ impl RunningPod {
         // The view is parsed once here so that a pod nodescope cannot read
         // is refused now, with its field, and never later in a pass.
         if let Err(PodViewError::Json(reason)) = PodView::from_json(view.as_bytes()) {
-            return Err(fail(reason));
+            // The position is in nodescope's own reduced copy: only the
+            // field path means something to the reader.
+            let reason = reason.split(" at line ").next().unwrap_or_default();
+            return Err(fail(reason.to_owned()));
         }
         let start_time = match status.get("startTime").and_then(Value::as_str) {
             Some(t) => Some(seconds(t).map_err(|e| fail(format!("status.startTime: {e}")))?),
@@ -420,9 +423,9 @@ mod tests {
         bad["status"] = json!({});
         bad["spec"]["containers"][0]["resources"]["requests"] = json!(["1"]);
         let e = RunningPod::from_value(&bad).expect_err("bad resources");
-        assert!(
-            e.to_string().starts_with("Pod monitoring/agent-x: spec.containers[0].resources.requests: invalid type: sequence"),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            "Pod monitoring/agent-x: spec.containers[0].resources.requests: invalid type: array, expected an object"
         );
         let e = RunningPod::from_value(&json!({"metadata": {"name": "x"}})).expect_err("no ns");
         assert_eq!(
