@@ -4,6 +4,7 @@ use super::resize::{ResizeCondition, ResizeStatus};
 use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::pod::{PodView, PodViewError};
 use crate::mutate::OBSERVED_CONTAINERS_ANNOTATION;
+use crate::quantity::Quantity;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Map, Value};
 
@@ -81,6 +82,9 @@ pub struct RunningPod {
     pub non_disruptive_resize: bool,
     /// `status.containerStatuses[]`.
     pub containers: Vec<ContainerState>,
+    /// Some container's spec asks for other resources than the kubelet
+    /// reports as actuated: a resize was accepted and is not done yet.
+    pub awaiting_actuation: bool,
     /// The fields [`PodView`] reads, as JSON: the names, the controller
     /// reference, the labels and annotations nodescope reads, and each
     /// container's name and resources.
@@ -188,7 +192,20 @@ impl RunningPod {
                     .map_err(|e| fail(format!("status.containerStatuses[{i}]: {e}")))?,
             );
         }
+        let awaiting_actuation = containers.iter().any(|c| {
+            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
+            states.iter().find(|s| &*s.name == name).is_some_and(|s| {
+                let differs = |field: &str, actual: &Option<Texts>| {
+                    actual.as_ref().is_some_and(|actual| {
+                        let spec = c.pointer(&format!("/resources/{field}"));
+                        !same_quantities(spec, actual)
+                    })
+                };
+                differs("requests", &s.requests) || differs("limits", &s.limits)
+            })
+        });
         Ok(RunningPod {
+            awaiting_actuation,
             namespace: namespace.into(),
             name: name.into(),
             uid: text("uid").unwrap_or_default().into(),
@@ -296,6 +313,22 @@ fn non_disruptive(container: &Value) -> bool {
         .into_iter()
         .flatten()
         .all(|p| p.get("restartPolicy").and_then(Value::as_str) != Some("RestartContainer"))
+}
+
+/// Whether a spec's resource map holds the same quantities as `actual`
+/// (`1` and `1000m` are the same CPU).
+fn same_quantities(spec: Option<&Value>, actual: &Texts) -> bool {
+    let spec = spec.and_then(Value::as_object);
+    let len = spec.map_or(0, Map::len);
+    len == actual.len()
+        && actual.iter().all(|(k, v)| {
+            let want = spec.and_then(|m| m.get(&**k)).and_then(|q| match q {
+                Value::String(s) => Quantity::parse(s).ok(),
+                Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
+                _ => None,
+            });
+            want.is_some() && want == Quantity::parse(v).ok()
+        })
 }
 
 fn seconds(text: &str) -> Result<i64, String> {

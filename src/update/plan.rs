@@ -181,9 +181,18 @@ impl Group<'_> {
         }
         candidates.sort_by(|a, b| PodPriority::descending(&a.priority, &b.priority));
         let live = pods.iter().filter(|p| !p.terminating).count();
+        // A pod whose resize is pending or not yet actuated is disrupted
+        // already, like one that is not Ready: the next pass must not take
+        // the tolerance again while the kubelet works on the first.
         let running = pods
             .iter()
-            .filter(|p| !p.terminating && p.phase == PodPhase::Running && p.ready)
+            .filter(|p| {
+                !p.terminating
+                    && p.phase == PodPhase::Running
+                    && p.ready
+                    && !p.resize.is_updating()
+                    && !p.awaiting_actuation
+            })
             .count();
         let configured = self
             .daemonset

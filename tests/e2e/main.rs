@@ -23,6 +23,7 @@ mod mutation;
 mod recommend;
 mod scopes;
 mod support;
+mod update;
 mod watches;
 
 use futures::future::BoxFuture;
@@ -40,6 +41,7 @@ const STEPS: &[(&str, Step)] = &[
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
+    ("update", |p| update::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
 ];
