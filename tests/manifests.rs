@@ -153,6 +153,17 @@ fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name}"))
 }
 
+/// `find`, for a name used in more than one namespace.
+fn find_in<'a>(objects: &'a [Value], kind: &str, name: &str, namespace: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| {
+            kind_name(o) == (kind.to_owned(), name.to_owned())
+                && str_at(o, "/metadata/namespace") == namespace
+        })
+        .unwrap_or_else(|| panic!("no {kind} {namespace}/{name}"))
+}
+
 fn webhooks(config: &Value) -> &Vec<Value> {
     config["webhooks"].as_array().expect("webhooks")
 }
@@ -426,7 +437,8 @@ fn the_vpa_webhooks_match_any_non_empty_scope_split_by_whether_it_is_new() {
 }
 
 #[test]
-fn the_webhook_servers_rbac_grants_only_get_list_and_watch_without_wildcards() {
+fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_lease() {
+    use clap::Parser;
     let mut roles = Vec::new();
     for file in yaml_files(&manifests()) {
         for doc in load(&file) {
@@ -438,6 +450,54 @@ fn the_webhook_servers_rbac_grants_only_get_list_and_watch_without_wildcards() {
         }
     }
     let mut cluster_resources = BTreeSet::new();
+    // The one Role that writes: the status Lease in the pods' namespace.
+    let (lease_roles, roles): (Vec<Value>, Vec<Value>) = roles
+        .into_iter()
+        .partition(|r| str_at(r, "/metadata/namespace") == NAMESPACE);
+    assert_eq!(lease_roles.len(), 1, "one Role in {NAMESPACE}");
+    assert_eq!(
+        lease_roles[0]["rules"],
+        serde_json::json!([
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["nodescope-webhook"], "verbs": ["get", "update"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        ])
+    );
+    let objects = base();
+    let binding = find_in(&objects, "RoleBinding", "nodescope", NAMESPACE);
+    assert_eq!(binding["roleRef"]["name"], "nodescope");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "nodescope", "namespace": NAMESPACE}])
+    );
+    // The Lease the Role names is the one the server renews by default.
+    let container = &deployment(&objects)["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Serve(args),
+        }) => assert_eq!(args.status_lease_name, "nodescope-webhook"),
+        other => panic!("{argv:?}: {other:?}"),
+    }
+    let env: Vec<(String, String)> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                str_at(e, "/name").to_owned(),
+                str_at(e, "/valueFrom/fieldRef/fieldPath").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("POD_NAME".to_owned(), "metadata.name".to_owned()),
+            ("POD_NAMESPACE".to_owned(), "metadata.namespace".to_owned())
+        ]
+    );
     for role in &roles {
         assert!(role.get("aggregationRule").is_none());
         for rule in role["rules"].as_array().unwrap() {
@@ -672,11 +732,8 @@ fn the_policy_mirror_matches_the_repository_bundle_and_is_fully_listed() {
     with_native.extend(build(&manifests().join("components/native-policies")));
     let mut ids = BTreeSet::new();
     for o in &with_native {
-        assert!(
-            ids.insert(kind_name(o)),
-            "{:?} twice with native-policies",
-            kind_name(o)
-        );
+        let id = (kind_name(o), str_at(o, "/metadata/namespace").to_owned());
+        assert!(ids.insert(id.clone()), "{id:?} twice with native-policies");
     }
     find(
         &with_native,

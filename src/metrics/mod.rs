@@ -1,5 +1,5 @@
-//! Prometheus metrics for the admission path, TLS reloads, stores and
-//! leader election.
+//! Prometheus metrics for the admission path, TLS reloads, stores, leader
+//! election and the webhook's status Lease.
 //!
 //! Owns the registry and the metric families; handlers record into them with
 //! label sets that are small, fixed enums so cardinality cannot grow with
@@ -69,6 +69,20 @@ pub enum ReloadResult {
     Failure,
 }
 
+/// What one tick of the webhook's status Lease renewal did.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum StatusLeaseRenewal {
+    /// Written: created or replaced.
+    Success,
+    /// Another replica wrote between the read and the write; the Lease is
+    /// fresh anyway.
+    Conflict,
+    /// The apiserver refused or did not answer in time.
+    Failure,
+    /// This replica is not ready (`/readyz`), so nothing was written.
+    NotReady,
+}
+
 /// Lower-case label values, as Prometheus conventions expect.
 macro_rules! label_values {
     ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
@@ -91,6 +105,12 @@ macro_rules! label_values {
 label_values!(Webhook { Mutate => "mutate", Validate => "validate" });
 label_values!(ReviewResult { Allowed => "allowed", Denied => "denied", Patched => "patched", Error => "error" });
 label_values!(ReloadResult { Success => "success", Failure => "failure" });
+label_values!(StatusLeaseRenewal {
+    Success => "success",
+    Conflict => "conflict",
+    Failure => "failure",
+    NotReady => "not_ready",
+});
 label_values!(Handler {
     Mutate => "mutate",
     Validate => "validate",
@@ -138,6 +158,11 @@ struct StoreLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RenewalLabel {
+    result: StatusLeaseRenewal,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaseLabel {
     lease: String,
 }
@@ -175,6 +200,7 @@ pub struct Metrics {
     store_errors: Family<StoreLabel, Counter>,
     policy_reloads: Family<ResultLabel, Counter>,
     leader: Family<LeaseLabel, Gauge>,
+    status_lease: Family<RenewalLabel, Counter>,
     recommender: RecommenderMetrics,
 }
 
@@ -202,6 +228,7 @@ impl Metrics {
         let store_errors = Family::<StoreLabel, Counter>::default();
         let policy_reloads = Family::<ResultLabel, Counter>::default();
         let leader = Family::<LeaseLabel, Gauge>::default();
+        let status_lease = Family::<RenewalLabel, Counter>::default();
         let recommender = RecommenderMetrics::default();
         recommender.register(&mut registry);
         let build_info = Family::<VersionLabel, Gauge>::default();
@@ -246,6 +273,11 @@ impl Metrics {
             leader.clone(),
         );
         registry.register(
+            "nodescope_status_lease_renewals",
+            "Ticks of the webhook's status Lease renewal, by result; the updater evicts only while some replica renews",
+            status_lease.clone(),
+        );
+        registry.register(
             "nodescope_build_info",
             "Build information; always 1",
             build_info,
@@ -259,6 +291,7 @@ impl Metrics {
             store_errors,
             policy_reloads,
             leader,
+            status_lease,
             recommender,
         }
     }
@@ -332,6 +365,28 @@ impl Metrics {
             .set(i64::from(leading));
     }
 
+    /// Starts every `nodescope_status_lease_renewals_total{result}` series
+    /// at 0, so that a rate or an absence alert works from the first
+    /// scrape; called when the renewal starts, so a server that renews no
+    /// Lease exports none.
+    pub fn status_lease_started(&self) {
+        for result in [
+            StatusLeaseRenewal::Success,
+            StatusLeaseRenewal::Conflict,
+            StatusLeaseRenewal::Failure,
+            StatusLeaseRenewal::NotReady,
+        ] {
+            let _ = self.status_lease.get_or_create(&RenewalLabel { result });
+        }
+    }
+
+    /// Counts one tick of the status Lease renewal.
+    pub fn status_lease_renewal(&self, result: StatusLeaseRenewal) {
+        self.status_lease
+            .get_or_create(&RenewalLabel { result })
+            .inc();
+    }
+
     /// One recommender interval: samples taken and dropped, keys held.
     pub fn recommender_ingested(&self, samples: u64, dropped: u64, keys: usize) {
         self.recommender.ingested(samples, dropped, keys);
@@ -400,6 +455,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"} 0"), "{text}");
+    }
+
+    #[test]
+    fn the_status_lease_renewals_are_absent_until_the_renewal_starts_then_all_start_at_zero() {
+        let m = Metrics::new();
+        assert!(
+            !m.render()
+                .contains("nodescope_status_lease_renewals_total{"),
+            "{}",
+            m.render()
+        );
+        m.status_lease_started();
+        m.status_lease_renewal(StatusLeaseRenewal::Success);
+        let text = m.render();
+        for (result, count) in [
+            ("success", 1),
+            ("conflict", 0),
+            ("failure", 0),
+            ("not_ready", 0),
+        ] {
+            assert!(
+                text.contains(&format!(
+                    "nodescope_status_lease_renewals_total{{result=\"{result}\"}} {count}\n"
+                )),
+                "{text}"
+            );
+        }
     }
 
     #[test]
