@@ -999,7 +999,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 #[test]
-fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_installed() {
+fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_installed() {
     let Some(cmd) = kustomize() else {
         println!("note: no kustomize v5 (kustomize or kubectl) on PATH; skipping the real render");
         return;
@@ -1016,7 +1016,7 @@ fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_insta
     std::fs::create_dir_all(&all).unwrap();
     std::fs::write(
         all.join("kustomization.yaml"),
-        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd]\n",
+        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/updater]\n",
     )
     .unwrap();
     let render = |dir: &Path| -> Vec<Value> {
@@ -1079,6 +1079,7 @@ fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_insta
             assert!(hook["rules"].is_array(), "{kind}: the patch kept the rules");
         }
     }
+    find(&objects, "Deployment", "nodescope-updater");
     let ca_injected = render(&root.join("overlays/cert-manager"));
     find(&ca_injected, "Certificate", "nodescope");
 }
@@ -1356,4 +1357,183 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
     assert!(base
         .iter()
         .all(|o| o["metadata"]["name"] != "nodescope-recommender"));
+}
+
+/// `(apiGroups, resources, resourceNames, verbs)` of a rule.
+type NamedRule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
+/// Each rule of a role with its resourceNames, for roles that narrow by
+/// name.
+fn named_rules(role: &Value) -> Vec<NamedRule> {
+    role["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["resourceNames"]),
+                strings(&r["verbs"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_base() {
+    let objects = build(&manifests().join("components/updater"));
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let read = s(&["get", "list", "watch"]);
+    let role = find(&objects, "ClusterRole", "nodescope-updater");
+    assert_eq!(
+        rules(role),
+        [
+            (s(&[""]), s(&["pods"]), read.clone()),
+            (s(&[""]), s(&["pods/resize"]), s(&["patch"])),
+            (s(&[""]), s(&["pods/eviction"]), s(&["create"])),
+            (s(&[""]), s(&["events"]), s(&["create", "patch"])),
+            (
+                s(&["events.k8s.io"]),
+                s(&["events"]),
+                s(&["create", "patch"])
+            ),
+            (
+                s(&["autoscaling.k8s.io"]),
+                s(&["verticalpodautoscalers"]),
+                read.clone()
+            ),
+            (s(&["apps"]), s(&["daemonsets"]), read.clone()),
+            (
+                s(&[""]),
+                s(&["limitranges", "namespaces", "nodes"]),
+                read.clone()
+            ),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features"]),
+                read.clone()
+            ),
+        ]
+    );
+    // Every kind the store the updater shares with `serve --store kube`
+    // watches (ConfigMaps aside: they are the policies' params, which the
+    // updater does not evaluate) can be listed.
+    for kind in nodescope::store::kube::default_kinds(None, &[]) {
+        assert!(
+            rules(role)
+                .iter()
+                .any(|(g, r, verbs)| g.contains(&kind.group.to_owned())
+                    && r.contains(&kind.plural.to_owned())
+                    && verbs.contains(&"watch".to_owned())),
+            "{}/{} cannot be watched",
+            kind.group,
+            kind.plural
+        );
+    }
+    // No wildcard, no delete: pods leave only through the Eviction API.
+    for (groups, resources, verbs) in rules(role) {
+        for value in groups.iter().chain(&resources).chain(&verbs) {
+            assert!(!value.contains('*'), "wildcard {value}");
+        }
+        assert!(!verbs.contains(&"delete".to_owned()), "{resources:?}");
+        assert!(!verbs.contains(&"update".to_owned()), "{resources:?}");
+    }
+    let leases = find(&objects, "Role", "nodescope-updater");
+    assert_eq!(str_at(leases, "/metadata/namespace"), NAMESPACE);
+    assert_eq!(
+        named_rules(leases),
+        [
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&["nodescope-updater"]),
+                s(&["get", "list", "watch", "patch"])
+            ),
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&[]),
+                s(&["create"])
+            ),
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&["nodescope-webhook"]),
+                s(&["get"])
+            ),
+        ]
+    );
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let binding = find(&objects, kind, "nodescope-updater");
+        assert_eq!(binding["roleRef"]["name"], "nodescope-updater", "{kind}");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "nodescope-updater", "namespace": NAMESPACE}]),
+            "{kind}"
+        );
+    }
+    find(&objects, "ServiceAccount", "nodescope-updater");
+
+    let deployment = find(&objects, "Deployment", "nodescope-updater");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], "nodescope-updater");
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let container = &spec["containers"][0];
+    assert_eq!(
+        strings(&container["args"]),
+        s(&[
+            "update",
+            "--store=kube",
+            "--updater-interval=1m",
+            "--metrics-listen=0.0.0.0:8943"
+        ])
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(
+        strings(&container["securityContext"]["capabilities"]["drop"]),
+        ["ALL"]
+    );
+    assert_eq!(str_at(container, "/ports/0/name"), "metrics");
+    assert_eq!(container["ports"][0]["containerPort"], 8943);
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        assert_eq!(str_at(&container[probe], "/httpGet/path"), path);
+        assert_eq!(str_at(&container[probe], "/httpGet/port"), "metrics");
+    }
+    let env: Vec<(String, String)> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                str_at(e, "/name").to_owned(),
+                str_at(e, "/valueFrom/fieldRef/fieldPath").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("POD_NAME".to_owned(), "metadata.name".to_owned()),
+            ("POD_NAMESPACE".to_owned(), "metadata.namespace".to_owned())
+        ]
+    );
+    let service = find(&objects, "Service", "nodescope-updater");
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(service["spec"]["ports"][0]["port"], 8943);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
+    // Not in the base: it changes running pods, and a cluster that runs
+    // upstream's updater must first keep it away from scoped pods.
+    let base = build(&manifests().join("base"));
+    assert!(base
+        .iter()
+        .all(|o| o["metadata"]["name"] != "nodescope-updater"));
 }
