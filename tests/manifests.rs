@@ -1016,7 +1016,7 @@ fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_instal
     std::fs::create_dir_all(&all).unwrap();
     std::fs::write(
         all.join("kustomization.yaml"),
-        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/updater]\n",
+        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/updater, ../../components/upstream-updater-guard]\n",
     )
     .unwrap();
     let render = |dir: &Path| -> Vec<Value> {
@@ -1080,6 +1080,12 @@ fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_instal
         }
     }
     find(&objects, "Deployment", "nodescope-updater");
+    find(
+        &objects,
+        "ValidatingAdmissionPolicyBinding",
+        "nodescope-upstream-updater-guard",
+    );
+    find(&objects, "ConfigMap", "nodescope-upstream-updater-guard");
     let ca_injected = render(&root.join("overlays/cert-manager"));
     find(&ca_injected, "Certificate", "nodescope");
 }
