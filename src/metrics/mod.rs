@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod recommender;
+mod status_lease;
 pub use recommender::RecommenderMetrics;
+pub use status_lease::{StatusLeaseMetrics, StatusLeaseRenewal};
 
 /// Which webhook answered; bounded so a caller cannot invent label values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -69,20 +71,6 @@ pub enum ReloadResult {
     Failure,
 }
 
-/// What one tick of the webhook's status Lease renewal did.
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum StatusLeaseRenewal {
-    /// Written: created or replaced.
-    Success,
-    /// Another replica wrote between the read and the write; the Lease is
-    /// fresh anyway.
-    Conflict,
-    /// The apiserver refused or did not answer in time.
-    Failure,
-    /// This replica is not ready (`/readyz`), so nothing was written.
-    NotReady,
-}
-
 /// Lower-case label values, as Prometheus conventions expect.
 macro_rules! label_values {
     ($ty:ty { $($variant:ident => $name:literal),+ $(,)? }) => {
@@ -105,12 +93,6 @@ macro_rules! label_values {
 label_values!(Webhook { Mutate => "mutate", Validate => "validate" });
 label_values!(ReviewResult { Allowed => "allowed", Denied => "denied", Patched => "patched", Error => "error" });
 label_values!(ReloadResult { Success => "success", Failure => "failure" });
-label_values!(StatusLeaseRenewal {
-    Success => "success",
-    Conflict => "conflict",
-    Failure => "failure",
-    NotReady => "not_ready",
-});
 label_values!(Handler {
     Mutate => "mutate",
     Validate => "validate",
@@ -158,11 +140,6 @@ struct StoreLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RenewalLabel {
-    result: StatusLeaseRenewal,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct LeaseLabel {
     lease: String,
 }
@@ -200,7 +177,7 @@ pub struct Metrics {
     store_errors: Family<StoreLabel, Counter>,
     policy_reloads: Family<ResultLabel, Counter>,
     leader: Family<LeaseLabel, Gauge>,
-    status_lease: Family<RenewalLabel, Counter>,
+    status_lease: StatusLeaseMetrics,
     recommender: RecommenderMetrics,
 }
 
@@ -228,7 +205,8 @@ impl Metrics {
         let store_errors = Family::<StoreLabel, Counter>::default();
         let policy_reloads = Family::<ResultLabel, Counter>::default();
         let leader = Family::<LeaseLabel, Gauge>::default();
-        let status_lease = Family::<RenewalLabel, Counter>::default();
+        let status_lease = StatusLeaseMetrics::default();
+        status_lease.register(&mut registry);
         let recommender = RecommenderMetrics::default();
         recommender.register(&mut registry);
         let build_info = Family::<VersionLabel, Gauge>::default();
@@ -271,11 +249,6 @@ impl Metrics {
             "nodescope_leader",
             "1 while this replica leads on the Lease (namespace/name), else 0",
             leader.clone(),
-        );
-        registry.register(
-            "nodescope_status_lease_renewals",
-            "Ticks of the webhook's status Lease renewal, by result; the updater evicts only while some replica renews",
-            status_lease.clone(),
         );
         registry.register(
             "nodescope_build_info",
@@ -370,21 +343,12 @@ impl Metrics {
     /// scrape; called when the renewal starts, so a server that renews no
     /// Lease exports none.
     pub fn status_lease_started(&self) {
-        for result in [
-            StatusLeaseRenewal::Success,
-            StatusLeaseRenewal::Conflict,
-            StatusLeaseRenewal::Failure,
-            StatusLeaseRenewal::NotReady,
-        ] {
-            let _ = self.status_lease.get_or_create(&RenewalLabel { result });
-        }
+        self.status_lease.start();
     }
 
     /// Counts one tick of the status Lease renewal.
     pub fn status_lease_renewal(&self, result: StatusLeaseRenewal) {
-        self.status_lease
-            .get_or_create(&RenewalLabel { result })
-            .inc();
+        self.status_lease.renewal(result);
     }
 
     /// One recommender interval: samples taken and dropped, keys held.
@@ -455,33 +419,6 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"} 0"), "{text}");
-    }
-
-    #[test]
-    fn the_status_lease_renewals_are_absent_until_the_renewal_starts_then_all_start_at_zero() {
-        let m = Metrics::new();
-        assert!(
-            !m.render()
-                .contains("nodescope_status_lease_renewals_total{"),
-            "{}",
-            m.render()
-        );
-        m.status_lease_started();
-        m.status_lease_renewal(StatusLeaseRenewal::Success);
-        let text = m.render();
-        for (result, count) in [
-            ("success", 1),
-            ("conflict", 0),
-            ("failure", 0),
-            ("not_ready", 0),
-        ] {
-            assert!(
-                text.contains(&format!(
-                    "nodescope_status_lease_renewals_total{{result=\"{result}\"}} {count}\n"
-                )),
-                "{text}"
-            );
-        }
     }
 
     #[test]
