@@ -153,6 +153,17 @@ fn find<'a>(objects: &'a [Value], kind: &str, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {kind} {name}"))
 }
 
+/// `find`, for a name used in more than one namespace.
+fn find_in<'a>(objects: &'a [Value], kind: &str, name: &str, namespace: &str) -> &'a Value {
+    objects
+        .iter()
+        .find(|o| {
+            kind_name(o) == (kind.to_owned(), name.to_owned())
+                && str_at(o, "/metadata/namespace") == namespace
+        })
+        .unwrap_or_else(|| panic!("no {kind} {namespace}/{name}"))
+}
+
 fn webhooks(config: &Value) -> &Vec<Value> {
     config["webhooks"].as_array().expect("webhooks")
 }
@@ -426,7 +437,8 @@ fn the_vpa_webhooks_match_any_non_empty_scope_split_by_whether_it_is_new() {
 }
 
 #[test]
-fn the_webhook_servers_rbac_grants_only_get_list_and_watch_without_wildcards() {
+fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_lease() {
+    use clap::Parser;
     let mut roles = Vec::new();
     for file in yaml_files(&manifests()) {
         for doc in load(&file) {
@@ -438,6 +450,54 @@ fn the_webhook_servers_rbac_grants_only_get_list_and_watch_without_wildcards() {
         }
     }
     let mut cluster_resources = BTreeSet::new();
+    // The one Role that writes: the status Lease in the pods' namespace.
+    let (lease_roles, roles): (Vec<Value>, Vec<Value>) = roles
+        .into_iter()
+        .partition(|r| str_at(r, "/metadata/namespace") == NAMESPACE);
+    assert_eq!(lease_roles.len(), 1, "one Role in {NAMESPACE}");
+    assert_eq!(
+        lease_roles[0]["rules"],
+        serde_json::json!([
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+             "resourceNames": ["nodescope-webhook"], "verbs": ["get", "update"]},
+            {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+        ])
+    );
+    let objects = base();
+    let binding = find_in(&objects, "RoleBinding", "nodescope", NAMESPACE);
+    assert_eq!(binding["roleRef"]["name"], "nodescope");
+    assert_eq!(
+        binding["subjects"],
+        serde_json::json!([{"kind": "ServiceAccount", "name": "nodescope", "namespace": NAMESPACE}])
+    );
+    // The Lease the Role names is the one the server renews by default.
+    let container = &deployment(&objects)["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Serve(args),
+        }) => assert_eq!(args.status_lease_name, "nodescope-webhook"),
+        other => panic!("{argv:?}: {other:?}"),
+    }
+    let env: Vec<(String, String)> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                str_at(e, "/name").to_owned(),
+                str_at(e, "/valueFrom/fieldRef/fieldPath").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("POD_NAME".to_owned(), "metadata.name".to_owned()),
+            ("POD_NAMESPACE".to_owned(), "metadata.namespace".to_owned())
+        ]
+    );
     for role in &roles {
         assert!(role.get("aggregationRule").is_none());
         for rule in role["rules"].as_array().unwrap() {
@@ -672,11 +732,8 @@ fn the_policy_mirror_matches_the_repository_bundle_and_is_fully_listed() {
     with_native.extend(build(&manifests().join("components/native-policies")));
     let mut ids = BTreeSet::new();
     for o in &with_native {
-        assert!(
-            ids.insert(kind_name(o)),
-            "{:?} twice with native-policies",
-            kind_name(o)
-        );
+        let id = (kind_name(o), str_at(o, "/metadata/namespace").to_owned());
+        assert!(ids.insert(id.clone()), "{id:?} twice with native-policies");
     }
     find(
         &with_native,
@@ -942,7 +999,7 @@ fn copy_tree(from: &Path, to: &Path) {
 }
 
 #[test]
-fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_installed() {
+fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_installed() {
     let Some(cmd) = kustomize() else {
         println!("note: no kustomize v5 (kustomize or kubectl) on PATH; skipping the real render");
         return;
@@ -959,7 +1016,7 @@ fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_insta
     std::fs::create_dir_all(&all).unwrap();
     std::fs::write(
         all.join("kustomization.yaml"),
-        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd]\n",
+        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/updater, ../../components/upstream-updater-guard]\n",
     )
     .unwrap();
     let render = |dir: &Path| -> Vec<Value> {
@@ -1022,6 +1079,13 @@ fn kustomize_renders_the_base_every_overlay_and_both_components_when_it_is_insta
             assert!(hook["rules"].is_array(), "{kind}: the patch kept the rules");
         }
     }
+    find(&objects, "Deployment", "nodescope-updater");
+    find(
+        &objects,
+        "ValidatingAdmissionPolicyBinding",
+        "nodescope-upstream-updater-guard",
+    );
+    find(&objects, "ConfigMap", "nodescope-upstream-updater-guard");
     let ca_injected = render(&root.join("overlays/cert-manager"));
     find(&ca_injected, "Certificate", "nodescope");
 }
@@ -1299,4 +1363,183 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
     assert!(base
         .iter()
         .all(|o| o["metadata"]["name"] != "nodescope-recommender"));
+}
+
+/// `(apiGroups, resources, resourceNames, verbs)` of a rule.
+type NamedRule = (Vec<String>, Vec<String>, Vec<String>, Vec<String>);
+
+/// Each rule of a role with its resourceNames, for roles that narrow by
+/// name.
+fn named_rules(role: &Value) -> Vec<NamedRule> {
+    role["rules"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| {
+            (
+                strings(&r["apiGroups"]),
+                strings(&r["resources"]),
+                strings(&r["resourceNames"]),
+                strings(&r["verbs"]),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_base() {
+    let objects = build(&manifests().join("components/updater"));
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let read = s(&["get", "list", "watch"]);
+    let role = find(&objects, "ClusterRole", "nodescope-updater");
+    assert_eq!(
+        rules(role),
+        [
+            (s(&[""]), s(&["pods"]), read.clone()),
+            (s(&[""]), s(&["pods/resize"]), s(&["patch"])),
+            (s(&[""]), s(&["pods/eviction"]), s(&["create"])),
+            (s(&[""]), s(&["events"]), s(&["create", "patch"])),
+            (
+                s(&["events.k8s.io"]),
+                s(&["events"]),
+                s(&["create", "patch"])
+            ),
+            (
+                s(&["autoscaling.k8s.io"]),
+                s(&["verticalpodautoscalers"]),
+                read.clone()
+            ),
+            (s(&["apps"]), s(&["daemonsets"]), read.clone()),
+            (
+                s(&[""]),
+                s(&["limitranges", "namespaces", "nodes"]),
+                read.clone()
+            ),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features"]),
+                read.clone()
+            ),
+        ]
+    );
+    // Every kind the store the updater shares with `serve --store kube`
+    // watches (ConfigMaps aside: they are the policies' params, which the
+    // updater does not evaluate) can be listed.
+    for kind in nodescope::store::kube::default_kinds(None, &[]) {
+        assert!(
+            rules(role)
+                .iter()
+                .any(|(g, r, verbs)| g.contains(&kind.group.to_owned())
+                    && r.contains(&kind.plural.to_owned())
+                    && verbs.contains(&"watch".to_owned())),
+            "{}/{} cannot be watched",
+            kind.group,
+            kind.plural
+        );
+    }
+    // No wildcard, no delete: pods leave only through the Eviction API.
+    for (groups, resources, verbs) in rules(role) {
+        for value in groups.iter().chain(&resources).chain(&verbs) {
+            assert!(!value.contains('*'), "wildcard {value}");
+        }
+        assert!(!verbs.contains(&"delete".to_owned()), "{resources:?}");
+        assert!(!verbs.contains(&"update".to_owned()), "{resources:?}");
+    }
+    let leases = find(&objects, "Role", "nodescope-updater");
+    assert_eq!(str_at(leases, "/metadata/namespace"), NAMESPACE);
+    assert_eq!(
+        named_rules(leases),
+        [
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&["nodescope-updater"]),
+                s(&["get", "list", "watch", "patch"])
+            ),
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&[]),
+                s(&["create"])
+            ),
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&["nodescope-webhook"]),
+                s(&["get"])
+            ),
+        ]
+    );
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let binding = find(&objects, kind, "nodescope-updater");
+        assert_eq!(binding["roleRef"]["name"], "nodescope-updater", "{kind}");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "nodescope-updater", "namespace": NAMESPACE}]),
+            "{kind}"
+        );
+    }
+    find(&objects, "ServiceAccount", "nodescope-updater");
+
+    let deployment = find(&objects, "Deployment", "nodescope-updater");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], "nodescope-updater");
+    assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
+    let container = &spec["containers"][0];
+    assert_eq!(
+        strings(&container["args"]),
+        s(&[
+            "update",
+            "--store=kube",
+            "--updater-interval=1m",
+            "--metrics-listen=0.0.0.0:8943"
+        ])
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
+    assert_eq!(
+        strings(&container["securityContext"]["capabilities"]["drop"]),
+        ["ALL"]
+    );
+    assert_eq!(str_at(container, "/ports/0/name"), "metrics");
+    assert_eq!(container["ports"][0]["containerPort"], 8943);
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        assert_eq!(str_at(&container[probe], "/httpGet/path"), path);
+        assert_eq!(str_at(&container[probe], "/httpGet/port"), "metrics");
+    }
+    let env: Vec<(String, String)> = container["env"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            (
+                str_at(e, "/name").to_owned(),
+                str_at(e, "/valueFrom/fieldRef/fieldPath").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        env,
+        [
+            ("POD_NAME".to_owned(), "metadata.name".to_owned()),
+            ("POD_NAMESPACE".to_owned(), "metadata.namespace".to_owned())
+        ]
+    );
+    let service = find(&objects, "Service", "nodescope-updater");
+    assert_eq!(
+        service["spec"]["selector"],
+        deployment["spec"]["selector"]["matchLabels"]
+    );
+    assert_eq!(service["spec"]["ports"][0]["port"], 8943);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
+    // Not in the base: it changes running pods, and a cluster that runs
+    // upstream's updater must first keep it away from scoped pods.
+    let base = build(&manifests().join("base"));
+    assert!(base
+        .iter()
+        .all(|o| o["metadata"]["name"] != "nodescope-updater"));
 }

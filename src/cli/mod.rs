@@ -92,7 +92,9 @@ impl From<MissingNode> for crate::mutate::MissingNodeRecommendation {
     }
 }
 
-/// `nodescope serve`; every flag can also be set as `NODESCOPE_<FLAG>`.
+/// `nodescope serve`; every flag can also be set as `NODESCOPE_<FLAG>`,
+/// but `--instance` (`POD_NAME`) and `--status-lease-namespace`
+/// (`POD_NAMESPACE`), which the downward API sets in a pod.
 #[derive(Debug, Args, Clone)]
 pub struct ServeArgs {
     /// HTTPS address for /mutate, /validate and the probes.
@@ -130,6 +132,33 @@ pub struct ServeArgs {
     /// How often the file store and the policies are checked for changes, in seconds.
     #[arg(long, env = "NODESCOPE_RELOAD_INTERVAL", default_value_t = 2)]
     pub reload_interval: u64,
+    /// The Lease each replica renews while ready (`--store kube` only), so
+    /// that `nodescope update` evicts only while the webhook can size the
+    /// pods that come back; the updater's
+    /// `--admission-controller-status-lease-name`. Empty: no Lease.
+    #[arg(
+        long,
+        env = "NODESCOPE_STATUS_LEASE_NAME",
+        default_value = crate::leader::status::DEFAULT_LEASE_NAME
+    )]
+    pub status_lease_name: String,
+    /// The status Lease's namespace: the pod's own.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    pub status_lease_namespace: String,
+    /// How often the status Lease is renewed, and how long each renewal may
+    /// take. Keep it well under the updater's
+    /// `--admission-controller-status-lease-timeout` (1m).
+    #[arg(
+        long,
+        env = "NODESCOPE_STATUS_LEASE_UPDATE_INTERVAL",
+        default_value = "10s",
+        value_parser = parse_interval
+    )]
+    pub status_lease_update_interval: std::time::Duration,
+    /// This replica's name, written as the status Lease's holder: the pod
+    /// name; the host name when unset.
+    #[arg(long, env = "POD_NAME")]
+    pub instance: Option<String>,
     /// Optional plain-HTTP address serving only /metrics, /healthz and /readyz.
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN")]
     pub metrics_listen: Option<SocketAddr>,
@@ -156,6 +185,36 @@ pub struct ServeArgs {
     /// binary on 127.0.0.1:8443 and print curl lines that post sample reviews.
     #[arg(long, env = "NODESCOPE_DEMO")]
     pub demo: bool,
+}
+
+impl ServeArgs {
+    /// `--instance`, else the host name (a pod's is its name), else
+    /// `nodescope`: the status Lease's holder.
+    #[must_use]
+    pub fn holder_identity(&self) -> String {
+        self.instance
+            .clone()
+            .filter(|i| !i.is_empty())
+            .or_else(|| {
+                std::fs::read_to_string("/proc/sys/kernel/hostname")
+                    .ok()
+                    .map(|h| h.trim().to_owned())
+                    .filter(|h| !h.is_empty())
+            })
+            .unwrap_or_else(|| "nodescope".to_owned())
+    }
+}
+
+/// A duration of at least a millisecond, as [`features::parse_duration`]
+/// reads it: a renewal every 0s would never end.
+fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
+    features::parse_duration(text).and_then(|d| {
+        if d.is_zero() {
+            Err(format!("{text:?}: the interval must be longer than 0"))
+        } else {
+            Ok(d)
+        }
+    })
 }
 
 /// `nodescope certs`.

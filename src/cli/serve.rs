@@ -1,10 +1,12 @@
 //! `nodescope serve`: loads certificates, stores and policies, then runs the
-//! listeners until SIGTERM, draining in-flight reviews before exit.
+//! listeners (and, with `--store kube`, the status Lease renewal) until
+//! SIGTERM, draining in-flight reviews before exit.
 
 use super::bundle;
 use super::demo::{Demo, DemoError};
 use super::ServeArgs;
 use crate::admission::Decider;
+use crate::leader::status::{self, StatusLease};
 use crate::manifest::ManifestError;
 use crate::metrics::{Metrics, ReloadResult};
 use crate::policy::{PolicyLoadError, PolicySet};
@@ -134,14 +136,15 @@ fn load_policies(path: Option<&Path>) -> Result<PolicySet, ServeError> {
     }
 }
 
-/// Starts the store named by `--store`; returns the initial snapshot.
+/// Starts the store named by `--store`; returns the initial snapshot, and
+/// the cluster's client with `--store kube`.
 async fn start_store(
     args: &ServeArgs,
     policies: &PolicySet,
     cell_slot: &Arc<std::sync::OnceLock<DeciderCell>>,
     readiness: Arc<Readiness>,
     metrics: &Metrics,
-) -> Result<Arc<Snapshot>, ServeError> {
+) -> Result<(Arc<Snapshot>, Option<kube::Client>), ServeError> {
     let interval = Duration::from_secs(args.reload_interval.max(1));
     match &args.store {
         StoreSource::File(path) => {
@@ -162,7 +165,7 @@ async fn start_store(
                     }
                 },
             ));
-            Ok(Arc::new(snapshot))
+            Ok((Arc::new(snapshot), None))
         }
         StoreSource::Kube => {
             let client = kube::Client::try_default()
@@ -172,7 +175,7 @@ async fn start_store(
                 store::kube::default_kinds(args.namespace.as_deref(), &param_namespaces(policies));
             let slot = cell_slot.clone();
             tokio::spawn(store::kube::run(
-                client,
+                client.clone(),
                 kinds,
                 metrics.clone(),
                 move |s| {
@@ -182,9 +185,37 @@ async fn start_store(
                 },
                 move || readiness.store.store(true, Ordering::Release),
             ));
-            Ok(Arc::new(Snapshot::default()))
+            Ok((Arc::new(Snapshot::default()), Some(client)))
         }
     }
+}
+
+/// Renews the status Lease of `--status-lease-name` while this replica is
+/// ready, until `stop`; nothing when the name is empty.
+fn start_status_lease(
+    args: &ServeArgs,
+    client: kube::Client,
+    readiness: Arc<Readiness>,
+    metrics: &Metrics,
+    stop: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    if args.status_lease_name.is_empty() {
+        tracing::info!("--status-lease-name is empty: no webhook status Lease");
+        return;
+    }
+    let lease = StatusLease {
+        namespace: args.status_lease_namespace.clone(),
+        name: args.status_lease_name.clone(),
+        identity: args.holder_identity(),
+    };
+    tokio::spawn(status::renew::run(
+        client,
+        lease,
+        args.status_lease_update_interval,
+        move || readiness.is_ready(),
+        metrics.clone(),
+        stop,
+    ));
 }
 
 /// Runs the server until a termination signal; returns once drained.
@@ -224,7 +255,8 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     // Filled once the decider exists; store watchers started before that
     // publish through it.
     let cell_slot = Arc::new(std::sync::OnceLock::new());
-    let snapshot = start_store(&args, &policies, &cell_slot, readiness.clone(), &metrics).await?;
+    let (snapshot, client) =
+        start_store(&args, &policies, &cell_slot, readiness.clone(), &metrics).await?;
     let decider = Decider {
         missing_node: args.missing_node_recommendation.into(),
         ..Decider::new(snapshot, Arc::new(policies))
@@ -294,6 +326,16 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     let stopped = |mut rx: watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|stop| *stop).await;
     };
+
+    if let Some(client) = client {
+        start_status_lease(
+            &args,
+            client,
+            readiness.clone(),
+            &metrics,
+            stopped(stop_rx.clone()),
+        );
+    }
 
     let probes = metrics_listener.map(|(listener, local)| {
         tracing::info!(addr = %local, "serving probes and metrics over plain HTTP");

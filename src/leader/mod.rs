@@ -27,8 +27,13 @@
 //!
 //! How long a hand-over takes, and why those numbers, is
 //! [`LeaseConfig::released_handover`] and [`LeaseConfig::crashed_handover`].
+//!
+//! [`status`] is the other use of a Lease here: not an election, but the
+//! webhook replicas saying they serve, which the updater reads before it
+//! evicts.
 
 mod campaign;
+pub mod status;
 mod view;
 
 use crate::metrics::Metrics;

@@ -1,5 +1,5 @@
-//! Prometheus metrics for the admission path, TLS reloads, stores and
-//! leader election.
+//! Prometheus metrics for the admission path, TLS reloads, stores, leader
+//! election and the webhook's status Lease.
 //!
 //! Owns the registry and the metric families; handlers record into them with
 //! label sets that are small, fixed enums so cardinality cannot grow with
@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod recommender;
+mod status_lease;
 pub use recommender::RecommenderMetrics;
+pub use status_lease::{StatusLeaseMetrics, StatusLeaseRenewal};
 
 /// Which webhook answered; bounded so a caller cannot invent label values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -175,6 +177,7 @@ pub struct Metrics {
     store_errors: Family<StoreLabel, Counter>,
     policy_reloads: Family<ResultLabel, Counter>,
     leader: Family<LeaseLabel, Gauge>,
+    status_lease: StatusLeaseMetrics,
     recommender: RecommenderMetrics,
 }
 
@@ -202,6 +205,8 @@ impl Metrics {
         let store_errors = Family::<StoreLabel, Counter>::default();
         let policy_reloads = Family::<ResultLabel, Counter>::default();
         let leader = Family::<LeaseLabel, Gauge>::default();
+        let status_lease = StatusLeaseMetrics::default();
+        status_lease.register(&mut registry);
         let recommender = RecommenderMetrics::default();
         recommender.register(&mut registry);
         let build_info = Family::<VersionLabel, Gauge>::default();
@@ -259,6 +264,7 @@ impl Metrics {
             store_errors,
             policy_reloads,
             leader,
+            status_lease,
             recommender,
         }
     }
@@ -330,6 +336,19 @@ impl Metrics {
                 lease: lease.to_owned(),
             })
             .set(i64::from(leading));
+    }
+
+    /// Starts every `nodescope_status_lease_renewals_total{result}` series
+    /// at 0, so that a rate or an absence alert works from the first
+    /// scrape; called when the renewal starts, so a server that renews no
+    /// Lease exports none.
+    pub fn status_lease_started(&self) {
+        self.status_lease.start();
+    }
+
+    /// Counts one tick of the status Lease renewal.
+    pub fn status_lease_renewal(&self, result: StatusLeaseRenewal) {
+        self.status_lease.renewal(result);
     }
 
     /// One recommender interval: samples taken and dropped, keys held.

@@ -46,6 +46,12 @@ impl Readiness {
         }
     }
 
+    /// Whether `/readyz` answers 200 now.
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        self.missing().is_empty()
+    }
+
     fn missing(&self) -> Vec<&'static str> {
         let mut missing = Vec::new();
         for (flag, name) in [
