@@ -265,9 +265,13 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             args.store
         ));
     }
-    let client = kube::Client::try_default()
-        .await
-        .map_err(|e| e.to_string())?;
+    let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
+    // A PodDisruptionBudget refuses an eviction with 429 and Retry-After;
+    // the client's default retry would wait on it for minutes, holding the
+    // pass. The refusal is an answer: it is reported, and the next pass
+    // tries again.
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
     if args.plan {
         let objects = super::update_list::gather(&client).await?;
         let fresh = !args.use_admission_controller_status

@@ -524,3 +524,7 @@ fn status_words(status: &crate::pods::ResizeStatus) -> String {
         S::Unknown(r) => format!("in an unknown state ({r})"),
     }
 }
+
+#[cfg(test)]
+#[path = "plan_tests.rs"]
+mod tests;

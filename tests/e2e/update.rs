@@ -8,9 +8,8 @@
 //!
 //! Shown: InPlaceOrRecreate pods are resized in place to exactly their
 //! zone's group, never more than the tolerance at once; an Infeasible
-//! resize leads to an eviction, which a stale webhook Lease forbids (a
-//! PodDisruptionBudget's block is not shown here: with no disruption
-//! controller to fill the PDB's status the eviction call did not return); InPlace
+//! resize leads to an eviction, which a PodDisruptionBudget blocks (and the
+//! block is reported), and which a stale webhook Lease forbids; InPlace
 //! never evicts; Initial and Off never touch a pod; of two replicas only
 //! the leader acts.
 
@@ -304,6 +303,43 @@ pub async fn run(plane: &ControlPlane) {
         );
     }
 
+    // The plan against the cluster agrees: nothing left to do for them.
+    let plan = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args([
+            "update",
+            "--plan",
+            "--store",
+            "kube",
+            "-o",
+            "json",
+            "--min-replicas",
+            "1",
+        ])
+        .args(["--admission-controller-status-lease-namespace", NS])
+        .output()
+        .unwrap_or_else(|e| panic!("update --plan: {e}"));
+    assert_eq!(
+        plan.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&plan.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&plan.stdout)
+        .unwrap_or_else(|e| panic!("update --plan -o json: {e}"));
+    for name in &agents {
+        let item = plan["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|i| i["pod"] == name.as_str());
+        let item = item.unwrap_or_else(|| panic!("{name} not in the plan: {plan}"));
+        assert_eq!(
+            (item["action"].as_str(), item["reason"].as_str()),
+            (Some("none"), Some("at its recommendation")),
+            "{item}"
+        );
+    }
+
     // Only the leader acted.
     let (ma, mb) = (metrics(port_a).await, metrics(port_b).await);
     let leads = |m: &str| m.lines().any(|l| l == "nodescope_updater_leader 1");
@@ -367,8 +403,23 @@ pub async fn run(plane: &ControlPlane) {
     assert!(!event_reasons(&client, &victim)
         .await
         .contains(&"EvictionBlocked".to_owned()));
-    // Fresh again: the Infeasible pod is evicted.
+    // Fresh again, with a PodDisruptionBudget that allows nothing: the
+    // refusal is reported.
+    apply(&client, &json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": "agent", "namespace": NS},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "agent"}}}})).await;
     webhook_lease(&client, 0).await;
+    eventually("the blocked eviction reported", LIMIT, || async {
+        event_reasons(&client, &victim)
+            .await
+            .contains(&"EvictionBlocked".to_owned())
+            .then_some(())
+    })
+    .await;
+    let pdbs: Api<k8s_openapi::api::policy::v1::PodDisruptionBudget> =
+        Api::namespaced(client.clone(), NS);
+    pdbs.delete("agent", &kube::api::DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     eventually("agent on n3 evicted", LIMIT, || async {
         pods.get(&victim)
             .await
@@ -392,5 +443,5 @@ pub async fn run(plane: &ControlPlane) {
 
     a.stop(Duration::from_secs(5));
     b.stop(Duration::from_secs(5));
-    println!("e2e: update: 4 InPlaceOrRecreate pods resized to their zone's group two at a time; Infeasible led to eviction, withheld while the webhook Lease was stale; InPlace, Initial and Off never evicted or touched; one leader of two");
+    println!("e2e: update: 4 InPlaceOrRecreate pods resized to their zone's group two at a time; Infeasible led to eviction (blocked by a PDB and reported, withheld while the webhook Lease was stale); InPlace, Initial and Off never evicted or touched; one leader of two");
 }

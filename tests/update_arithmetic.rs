@@ -1,0 +1,245 @@
+//! One arithmetic: for every pod the updater would resize, what it asks for
+//! is exactly what the webhook's patch gives that pod at creation, now.
+//! Generated over node-, zone- and `__absent__`-scoped VPAs, limit ratios,
+//! LimitRanges, maxAllowed and RequestsOnly; for pods nodescope admitted
+//! earlier (with its mark, under an older group) and pods it never saw
+//! (created from the template before it ran).
+
+use base64::Engine;
+use nodescope::admission::{answer, Decider};
+use nodescope::cli::update::plan_objects;
+use nodescope::metrics::Webhook;
+use nodescope::policy::PolicySet;
+use nodescope::store::Snapshot;
+use nodescope::update::{Action, UpdateConfig};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const NOW: i64 = 1_795_000_000;
+
+#[derive(Clone, Debug)]
+struct Case {
+    /// 0: `node`, 1: a zone label the node has, 2: a zone label it lacks.
+    scope: u8,
+    cpu: u32,
+    memory: u32,
+    /// Limit = request * ratio, or no limit.
+    cpu_ratio: Option<u32>,
+    memory_ratio: Option<u32>,
+    old_target: (u32, u32),
+    new_target: (u32, u32),
+    requests_only: bool,
+    max_cpu: Option<u32>,
+    limit_range_max_cpu: Option<u32>,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (
+        0u8..3,
+        (1u32..4000, 1u32..4096),
+        (proptest::option::of(1u32..5), proptest::option::of(1u32..5)),
+        ((1u32..8000, 1u32..8192), (1u32..8000, 1u32..8192)),
+        any::<bool>(),
+        (
+            proptest::option::of(100u32..6000),
+            proptest::option::of(2u32..12),
+        ),
+    )
+        .prop_map(
+            |(
+                scope,
+                (cpu, memory),
+                (cpu_ratio, memory_ratio),
+                (old_target, new_target),
+                requests_only,
+                (max_cpu, lr),
+            )| Case {
+                scope,
+                cpu,
+                memory,
+                cpu_ratio,
+                memory_ratio,
+                old_target,
+                new_target,
+                requests_only,
+                max_cpu,
+                limit_range_max_cpu: lr,
+            },
+        )
+}
+
+const NS: &str = "monitoring";
+const NODE: &str = "node-p";
+
+fn scope_and_value(c: &Case) -> (&'static str, &'static str) {
+    match c.scope {
+        0 => ("node", NODE),
+        1 => ("topology.kubernetes.io/zone", "za"),
+        _ => ("topology.kubernetes.io/zone", "__absent__"),
+    }
+}
+
+fn vpa(c: &Case, (cpu, memory): (u32, u32)) -> Value {
+    let (scope, value) = scope_and_value(c);
+    let mut policy = json!({"containerName": "agent"});
+    if c.requests_only {
+        policy["controlledValues"] = json!("RequestsOnly");
+    }
+    if let Some(max) = c.max_cpu {
+        policy["maxAllowed"] = json!({"cpu": format!("{max}m")});
+    }
+    json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+        "metadata": {"name": "agent", "namespace": NS, "creationTimestamp": "2026-11-01T00:00:00Z"},
+        "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+            "updatePolicy": {"updateMode": "InPlaceOrRecreate"}, "resourcePolicy": {"containerPolicies": [policy]}},
+        "status": {"recommendation": {"containerRecommendations": [{"containerName": "agent", "target": {"cpu": "77m", "memory": "77Mi"}}]},
+            "recommendationGroups": [{"scopeValue": value, "containerRecommendations": [
+                {"containerName": "agent", "target": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")}}]}]}})
+}
+
+fn template_resources(c: &Case) -> Value {
+    let mut r =
+        json!({"requests": {"cpu": format!("{}m", c.cpu), "memory": format!("{}Mi", c.memory)}});
+    if let Some(k) = c.cpu_ratio {
+        r["limits"]["cpu"] = json!(format!("{}m", c.cpu * k));
+    }
+    if let Some(k) = c.memory_ratio {
+        r["limits"]["memory"] = json!(format!("{}Mi", c.memory * k));
+    }
+    r
+}
+
+fn cluster(c: &Case, target: (u32, u32)) -> Vec<Value> {
+    let mut labels = json!({});
+    if c.scope == 1 {
+        labels["topology.kubernetes.io/zone"] = json!("za");
+    }
+    let mut objects = vec![
+        vpa(c, target),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE, "labels": labels}}),
+        json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent", "namespace": NS},
+            "spec": {"template": {"spec": {"containers": [{"name": "agent", "image": "x", "resources": template_resources(c)}]}}},
+            "status": {"desiredNumberScheduled": 1}}),
+    ];
+    if let Some(max) = c.limit_range_max_cpu {
+        objects.push(json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": NS},
+            "spec": {"limits": [{"type": "Container", "max": {"cpu": format!("{max}")}}]}}));
+    }
+    objects
+}
+
+/// The pod the DaemonSet controller posts, before admission.
+fn created(c: &Case) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent-p", "namespace": NS, "uid": "u-p", "resourceVersion": "1",
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "uid": "d", "controller": true}]},
+        "spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}}},
+            "containers": [{"name": "agent", "image": "x", "resources": template_resources(c)}]}})
+}
+
+/// The webhook's answer for `pod` against `objects`, applied.
+fn admitted(objects: &[Value], pod: &Value) -> Value {
+    let policies = PolicySet::from_documents(Vec::new()).unwrap_or_else(|e| panic!("{e}"));
+    let decider = Decider::new(
+        Arc::new(Snapshot::build(objects.to_vec())),
+        Arc::new(policies),
+    );
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {"uid": "r", "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"}, "namespace": NS,
+            "operation": "CREATE", "userInfo": {"username": "system:serviceaccount:kube-system:daemon-set-controller"},
+            "object": pod}});
+    let body = serde_json::to_vec(&review).unwrap_or_default();
+    let out: Value = serde_json::from_slice(&answer(Webhook::Mutate, &body, &decider).body)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut pod = pod.clone();
+    if let Some(patch) = out["response"]["patch"].as_str() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(patch)
+            .unwrap_or_else(|e| panic!("{e}"));
+        let patch: json_patch::Patch =
+            serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        json_patch::patch(&mut pod, &patch).unwrap_or_else(|e| panic!("{e}"));
+    }
+    pod
+}
+
+/// `pod`, bound and running for two days with `actual` as its actuated
+/// resources.
+fn running(mut pod: Value, actual: &Value) -> Value {
+    pod["spec"]["nodeName"] = json!(NODE);
+    pod["status"] = json!({"phase": "Running", "startTime": "2026-11-17T00:00:00Z",
+        "conditions": [{"type": "Ready", "status": "True"}],
+        "containerStatuses": [{"name": "agent", "resources": actual}]});
+    pod
+}
+
+fn map(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+        .collect()
+}
+
+fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
+    let objects = cluster(c, c.new_target);
+    let want = admitted(&objects, &created(c));
+    let mut all = objects;
+    all.push(pod);
+    let config = UpdateConfig {
+        min_replicas: 1,
+        ..UpdateConfig::default()
+    };
+    let plans = plan_objects(all, &config, true, NOW).map_err(TestCaseError::fail)?;
+    let plan = plans.iter().find(|p| p.pod == "agent-p");
+    prop_assert!(plan.is_some(), "no plan: {plans:?}");
+    let Some(plan) = plan else { return Ok(()) };
+    if plan.action != Action::Resize {
+        // Only a pod already (close to) what a new pod would get is left.
+        prop_assert!(
+            [
+                "at its recommendation",
+                "the change is below --pod-update-threshold"
+            ]
+            .contains(&plan.reason.as_str()),
+            "{}: {:?}",
+            plan.reason,
+            c
+        );
+        return Ok(());
+    }
+    let desired = plan.containers[0].desired.clone().unwrap_or_default();
+    let resources = &want["spec"]["containers"][0]["resources"];
+    prop_assert_eq!(
+        desired.requests,
+        map(&resources["requests"]),
+        "requests; {:?}",
+        c
+    );
+    prop_assert_eq!(desired.limits, map(&resources["limits"]), "limits; {:?}", c);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// A pod nodescope admitted under the old group (it has the mark).
+    #[test]
+    fn a_marked_pod_gets_what_a_new_pod_gets(c in case()) {
+        let old = admitted(&cluster(&c, c.old_target), &created(&c));
+        let actual = old["spec"]["containers"][0]["resources"].clone();
+        check(&c, running(old, &actual))?;
+    }
+
+    /// A pod nodescope never saw: the template's resources, no mark.
+    #[test]
+    fn an_unmarked_pod_gets_what_a_new_pod_gets(c in case()) {
+        let pod = created(&c);
+        let actual = template_resources(&c);
+        check(&c, running(pod, &actual))?;
+    }
+}
