@@ -42,6 +42,7 @@ const STEPS: &[(&str, Step)] = &[
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
+    ("update-guard", |p| update::guard(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
 ];

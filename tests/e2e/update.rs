@@ -445,3 +445,124 @@ pub async fn run(plane: &ControlPlane) {
     b.stop(Duration::from_secs(5));
     println!("e2e: update: 4 InPlaceOrRecreate pods resized to their zone's group two at a time; Infeasible led to eviction (blocked by a PDB and reported, withheld while the webhook Lease was stale); InPlace, Initial and Off never evicted or touched; one leader of two");
 }
+
+/// The optional guard against upstream's updater
+/// (`manifests/components/upstream-updater-guard`), enforced by the
+/// apiserver alone: a resize by the ServiceAccount named as upstream's
+/// updater is denied on a pod with nodescope's mark and allowed on one
+/// without, and nodescope's own updater is never refused.
+pub async fn guard(plane: &ControlPlane) {
+    use crate::support::cluster::documents;
+    let client = plane.client().await;
+    const GUARDED: &str = "e2e-update-guard";
+    const UPSTREAM: &str = "system:serviceaccount:kube-system:vpa-updater";
+    for ns in [GUARDED, "nodescope-system"] {
+        apply(
+            &client,
+            &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        )
+        .await;
+    }
+    apply(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "e2e-guard-n1"}}),
+    )
+    .await;
+    apply_status(&client, &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "e2e-guard-n1"},
+        "status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"}, "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}})).await;
+    // Upstream's updater may resize pods: RBAC lets it, only the guard says no.
+    apply(&client, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "e2e-vpa-updater"},
+        "rules": [{"apiGroups": [""], "resources": ["pods/resize"], "verbs": ["patch"]}]})).await;
+    apply(&client, &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "e2e-vpa-updater"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "e2e-vpa-updater"},
+        "subjects": [{"kind": "User", "name": UPSTREAM}]})).await;
+    let guard = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/manifests/components/upstream-updater-guard/guard.yaml"
+    );
+    let mut objects = documents(guard);
+    // The param first: the binding must find it when it starts.
+    objects.sort_by_key(|o| o["kind"] != "ConfigMap");
+    for object in &objects {
+        apply(&client, object).await;
+    }
+    let resources = json!({"requests": {"cpu": "100m", "memory": "100Mi"}, "limits": {"cpu": "200m", "memory": "200Mi"}});
+    for (name, annotations) in [
+        ("marked", json!({"nodescope.dev/original-resources": "{}"})),
+        ("unmarked", json!({})),
+    ] {
+        apply(&client, &json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": GUARDED, "annotations": annotations},
+            "spec": {"nodeName": "e2e-guard-n1", "containers": [{"name": "agent", "image": "registry.example/agent:1", "resources": resources}]}})).await;
+        apply_status(&client, &json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": GUARDED},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "agent", "image": "registry.example/agent:1", "imageID": "",
+                "ready": true, "restartCount": 0, "state": {"running": {}}, "resources": resources}]}})).await;
+    }
+    let mut config = plane.config().await;
+    config.auth_info.impersonate = Some(UPSTREAM.to_owned());
+    let upstream = Client::try_from(config).unwrap_or_else(|e| panic!("client: {e}"));
+    let as_upstream: Api<Pod> = Api::namespaced(upstream, GUARDED);
+    let resize = |cpu: &str| {
+        kube::api::Patch::Strategic(
+            json!({"spec": {"containers": [{"name": "agent", "resources": {"requests": {"cpu": cpu}}}]}}),
+        )
+    };
+    let denied = eventually(
+        "the guard denies upstream's resize of a marked pod",
+        LIMIT,
+        || async {
+            match as_upstream
+                .patch_subresource(
+                    "resize",
+                    "marked",
+                    &kube::api::PatchParams::default(),
+                    &resize("150m"),
+                )
+                .await
+            {
+                Err(kube::Error::Api(status))
+                    if status.code == 403
+                        && status.message.contains("nodescope-upstream-updater-guard") =>
+                {
+                    Some(status.message)
+                }
+                _ => None,
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        denied,
+        format!(
+            "pods \"marked\" is forbidden: ValidatingAdmissionPolicy 'nodescope-upstream-updater-guard' with binding \
+             'nodescope-upstream-updater-guard' denied request: nodescope sizes this pod per node (annotation \
+             nodescope.dev/original-resources); upstream VPA's updater ({UPSTREAM}) would overwrite it with the \
+             DaemonSet-wide recommendation. Run upstream's updater with --ignored-vpa-object-namespaces={GUARDED}; \
+             see docs/operations.md#running-beside-upstream-vpa"
+        )
+    );
+    as_upstream
+        .patch_subresource(
+            "resize",
+            "unmarked",
+            &kube::api::PatchParams::default(),
+            &resize("150m"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("upstream's resize of an unmarked pod: {e}"));
+    // Anyone else (here the admin, as nodescope's updater would be) may
+    // resize the marked pod.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), GUARDED);
+    pods.patch_subresource(
+        "resize",
+        "marked",
+        &kube::api::PatchParams::default(),
+        &resize("120m"),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("the admin's resize of the marked pod: {e}"));
+    for object in &objects {
+        crate::support::cluster::delete(&client, object).await;
+    }
+    println!("e2e: update-guard: upstream's updater's resize denied natively on a marked pod ({denied:?}), allowed on an unmarked one; others unaffected");
+}
