@@ -9,6 +9,7 @@ mod bad_input;
 mod features;
 mod kustomize;
 mod suites;
+mod update;
 
 use serde_json::Value;
 use std::io::Write;

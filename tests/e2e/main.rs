@@ -36,13 +36,15 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
+    // Before any step that binds and unbinds ConfigMap-param policies: see
+    // `update::guard` (kubernetes/kubernetes#130887).
+    ("update-guard", |p| update::guard(p).boxed()),
     ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
-    ("update-guard", |p| update::guard(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
 ];
