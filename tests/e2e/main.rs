@@ -18,10 +18,12 @@ mod election;
 mod enforcers;
 mod failures;
 mod features;
+mod guard;
 mod install;
 mod mutation;
 mod recommend;
 mod scopes;
+mod status_lease;
 mod support;
 mod update;
 mod watches;
@@ -45,6 +47,8 @@ const STEPS: &[(&str, Step)] = &[
     ("update-guard", |p| update::guard(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
+    ("status-lease", |p| status_lease::run(p).boxed()),
+    ("guard", |p| guard::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {
