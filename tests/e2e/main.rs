@@ -26,6 +26,7 @@ mod scopes;
 mod status_lease;
 mod support;
 mod update;
+mod updater_rbac;
 mod watches;
 
 use futures::future::BoxFuture;
@@ -49,6 +50,7 @@ const STEPS: &[(&str, Step)] = &[
     ("failures", |p| failures::run(p).boxed()),
     ("status-lease", |p| status_lease::run(p).boxed()),
     ("guard", |p| guard::run(p).boxed()),
+    ("updater-rbac", |p| updater_rbac::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {
