@@ -5,6 +5,15 @@
 //! only. Anyone else resizes and evicts as before. The messages are the
 //! ones nodescope's own engine gives (tests/upstream_updater_guard.rs), so
 //! the engine and the apiserver agree word for word.
+//!
+//! The guard reads its ConfigMap as a param, and kube-apiserver
+//! (kubernetes/kubernetes#130887, v1.36.2 included) stops following
+//! ConfigMap params for good, per process, once no binding names that
+//! kind for one refresh: a guard bound after that finds no params and,
+//! failing open by design, refuses nothing. So this step runs before any
+//! other binds and unbinds a ConfigMap param (the `enforcers` step does),
+//! and leaves behind a binding of that kind that matches nothing, which
+//! keeps the apiserver following ConfigMaps for the rest of the suite.
 
 use crate::support::admission::Clients;
 use crate::support::{cluster, eventually, state, ControlPlane};
@@ -20,6 +29,29 @@ const POLICY: &str = "nodescope-upstream-updater-guard";
 const UPSTREAM: &str = "system:serviceaccount:kube-system:vpa-updater";
 const SHIELDED: &str = "e2e-guard";
 const FREE: &str = "e2e-guard-free";
+const KEEPER: &str = "e2e-keep-configmap-params";
+
+/// A policy and binding with a ConfigMap param that match nothing, left
+/// in place (see the module's doc).
+fn keeper() -> [Value; 2] {
+    [
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": KEEPER},
+            "spec": {"failurePolicy": "Ignore", "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                    "operations": ["CREATE"], "resources": ["configmaps"]}]},
+                "matchConditions": [{"name": "never", "expression": "false"}],
+                "validations": [{"expression": "true"}]},
+        }),
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": KEEPER},
+            "spec": {"policyName": KEEPER, "validationActions": ["Deny"],
+                "paramRef": {"name": KEEPER, "namespace": "default", "parameterNotFoundAction": "Allow"}},
+        }),
+    ]
+}
 
 fn user(username: &str) -> User {
     User {
@@ -93,12 +125,15 @@ pub async fn run(plane: &ControlPlane) {
     }
     let mut clients = Clients::new(plane).await;
     let upstream_user = user(UPSTREAM);
-    let other_user = user("system:serviceaccount:nodescope-system:nodescope-updater");
+    let other_user = user("system:serviceaccount:e2e-guard:resizer");
     let authorized =
         state::authorize(&mut clients, &[upstream_user.clone(), other_user.clone()]).await;
     let upstream = clients.as_user(&upstream_user);
     let other = clients.as_user(&other_user);
 
+    for object in keeper() {
+        cluster::apply(&admin, &object).await;
+    }
     let mut guard = cluster::documents(GUARD);
     for object in &mut guard {
         if object["kind"] == "ConfigMap" {
@@ -167,6 +202,9 @@ pub async fn run(plane: &ControlPlane) {
 
     for object in guard.iter().rev() {
         cluster::delete(&admin, object).await;
+    }
+    for name in ["marked", "unmarked"] {
+        cluster::delete(&admin, &pod(SHIELDED, name, false)).await;
     }
     cluster::delete(&admin, &authorized).await;
 }

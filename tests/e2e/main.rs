@@ -39,6 +39,8 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
+    // Before any step removes a binding with a ConfigMap param: see guard.rs.
+    ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
@@ -49,7 +51,6 @@ const STEPS: &[(&str, Step)] = &[
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
     ("status-lease", |p| status_lease::run(p).boxed()),
-    ("guard", |p| guard::run(p).boxed()),
     ("updater-rbac", |p| updater_rbac::run(p).boxed()),
 ];
 
