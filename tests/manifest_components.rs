@@ -80,6 +80,7 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
 
 #[test]
 fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_base() {
+    use clap::Parser;
     let objects = build(&manifests().join("components/updater"));
     let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
     let read = s(&["get", "list", "watch"]);
@@ -185,9 +186,33 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
             "update",
             "--store=kube",
             "--updater-interval=1m",
-            "--metrics-listen=0.0.0.0:8943"
+            "--metrics-listen=0.0.0.0:8943",
+            "--log-format=json"
         ])
     );
+    // The real command line takes them, and the rest keeps upstream's
+    // updater's defaults; the Leases are the ones the Role names.
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Update(args),
+        }) => {
+            assert_eq!(args.store, "kube");
+            assert!(!args.plan);
+            assert_eq!(args.updater_interval, std::time::Duration::from_secs(60));
+            assert_eq!(args.metrics_listen.port(), 8943);
+            assert_eq!(args.min_replicas, 2);
+            assert!(args.use_admission_controller_status);
+            assert_eq!(args.lease_name, "nodescope-updater");
+            assert_eq!(
+                args.admission_controller_status_lease_name,
+                "nodescope-webhook"
+            );
+        }
+        Ok(other) => panic!("not an update command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     assert_eq!(
         container["securityContext"]["allowPrivilegeEscalation"],
