@@ -9,7 +9,9 @@
 //! eviction reviews are built in the shape kube-apiserver gives a CREATE of
 //! `pods/eviction` (`pkg/registry/core/pod/storage/eviction.go` runs
 //! admission on the Eviction alone): kind `policy/v1 Eviction`, resource
-//! `v1 pods`, subResource `eviction`, `oldObject` null.
+//! `v1 pods`, subResource `eviction`, `oldObject` null. The e2e step
+//! `guard` sends the same requests to a real kube-apiserver and gets the
+//! same answers.
 
 use nodescope::policy::{
     validate, AdmissionRequestInput, LazyReview, PolicySet, ValidationOutcome,

@@ -18,12 +18,15 @@ mod election;
 mod enforcers;
 mod failures;
 mod features;
+mod guard;
 mod install;
 mod mutation;
 mod recommend;
 mod scopes;
+mod status_lease;
 mod support;
 mod update;
+mod updater_rbac;
 mod watches;
 
 use futures::future::BoxFuture;
@@ -36,9 +39,8 @@ type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
     ("install", |p| install::run(p).boxed()),
-    // Before any step that binds and unbinds ConfigMap-param policies: see
-    // `update::guard` (kubernetes/kubernetes#130887).
-    ("update-guard", |p| update::guard(p).boxed()),
+    // Before any step removes a binding with a ConfigMap param: see guard.rs.
+    ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
@@ -47,6 +49,8 @@ const STEPS: &[(&str, Step)] = &[
     ("update", |p| update::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
+    ("status-lease", |p| status_lease::run(p).boxed()),
+    ("updater-rbac", |p| updater_rbac::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {
