@@ -172,12 +172,14 @@ pub async fn webhook_fresh(
     let api: Api<Lease> = Api::namespaced(client.clone(), namespace);
     match api.get_opt(name).await {
         Ok(Some(lease)) => {
-            let renewed = lease.spec.and_then(|s| s.renew_time).map(|t| t.0);
-            let fresh = renewed.is_some_and(|t| {
-                let age = Timestamp::now().duration_since(t);
-                age.as_secs_f64() <= timeout.as_secs_f64()
-            });
+            let renewed = crate::leader::status::renew_time(&lease);
+            let fresh = crate::leader::status::lease_is_fresh(
+                renewed,
+                std::time::SystemTime::now(),
+                timeout,
+            );
             if !fresh {
+                let renewed = lease.spec.and_then(|s| s.renew_time).map(|t| t.0);
                 tracing::warn!(lease = %format!("{namespace}/{name}"), renewed = ?renewed, "nodescope's webhook status Lease is stale: no evictions this pass");
             }
             fresh
