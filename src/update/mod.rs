@@ -20,6 +20,7 @@ pub mod metrics;
 pub mod plan;
 pub mod priority;
 pub mod restriction;
+pub mod synthetic;
 pub mod workloads;
 
 use crate::mutate::{MissingNodeRecommendation, Patch};
