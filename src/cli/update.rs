@@ -230,11 +230,10 @@ fn change(p: &PodPlan) -> String {
     let mut parts = Vec::new();
     for c in &p.containers {
         let Some(desired) = &c.desired else { continue };
-        let diff = |cur: &std::collections::BTreeMap<String, String>,
-                    want: &std::collections::BTreeMap<String, String>| {
+        let diff = |cur: &crate::update::Quantities, want: &crate::update::Quantities| {
             want.iter()
-                .filter(|(r, v)| cur.get(*r) != Some(*v))
-                .map(|(r, v)| format!("{r} {}→{v}", cur.get(r).map_or("-", String::as_str)))
+                .filter(|(r, v)| cur.get(r) != Some(*v))
+                .map(|(r, v)| format!("{r} {}→{v}", cur.get(r).unwrap_or("-")))
                 .collect::<Vec<_>>()
                 .join(", ")
         };

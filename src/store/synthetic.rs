@@ -12,11 +12,7 @@ use serde_json::{json, Value};
 pub fn node_scoped_vpas(vpas: usize, nodes: usize) -> Vec<Value> {
     (0..vpas)
         .map(|i| {
-            let daemonset = if i == 0 {
-                "node-exporter".to_owned()
-            } else {
-                format!("ds-{i}")
-            };
+            let daemonset = daemonset_name(i);
             let mut groups: Vec<Value> =
                 (0..nodes).map(|n| group(&format!("node-{n}"), n)).collect();
             groups.push(group("node-a-1", 50));
@@ -39,18 +35,46 @@ pub fn node_scoped_vpas(vpas: usize, nodes: usize) -> Vec<Value> {
         .collect()
 }
 
-/// One recommendation group with targets that vary with `n`, as real
-/// groups differ from node to node.
+/// The containers every group recommends for, in pod order.
+pub const CONTAINERS: [&str; 2] = ["node-exporter", "kube-rbac-proxy"];
+
+/// The targets of group number `n`, per container of [`CONTAINERS`]:
+/// (millicores, MiB). They vary with `n`, as real groups differ from node
+/// to node.
+#[must_use]
+pub fn group_targets(n: usize) -> [(usize, usize); 2] {
+    [(100 + n % 400, 128 + n % 256), (10 + n % 20, 20 + n % 40)]
+}
+
+/// The group number [`zone_scoped_cluster`] gives VPA `vpa` for zone number
+/// `zone` (`zone-<zone>`, and [`ZONES`] for `zone-a`).
+#[must_use]
+pub fn zone_group(vpa: usize, zone: usize) -> usize {
+    vpa + zone * 37
+}
+
+/// The DaemonSet of VPA number `i`: `node-exporter` for the first,
+/// `ds-<i>` for the others.
+#[must_use]
+pub fn daemonset_name(i: usize) -> String {
+    if i == 0 {
+        "node-exporter".to_owned()
+    } else {
+        format!("ds-{i}")
+    }
+}
+
+/// One recommendation group with the targets of [`group_targets`].
 fn group(scope_value: &str, n: usize) -> Value {
-    json!({
-        "scopeValue": scope_value,
-        "containerRecommendations": [
-            {"containerName": "node-exporter",
-             "target": {"cpu": format!("{}m", 100 + n % 400), "memory": format!("{}Mi", 128 + n % 256)}},
-            {"containerName": "kube-rbac-proxy",
-             "target": {"cpu": format!("{}m", 10 + n % 20), "memory": format!("{}Mi", 20 + n % 40)}}
-        ]
-    })
+    let recommendations: Vec<Value> = CONTAINERS
+        .iter()
+        .zip(group_targets(n))
+        .map(|(name, (cpu, memory))| {
+            json!({"containerName": name,
+                   "target": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")}})
+        })
+        .collect();
+    json!({"scopeValue": scope_value, "containerRecommendations": recommendations})
 }
 
 /// The zones the zone-scoped cluster spreads its nodes over.
@@ -71,7 +95,7 @@ pub fn zone_scoped_cluster(vpas: usize, nodes: usize) -> Vec<Value> {
             .map(|z| format!("zone-{z}"))
             .chain(["zone-a".to_owned()])
             .enumerate()
-            .map(|(z, zone)| group(&zone, i + z * 37))
+            .map(|(z, zone)| group(&zone, zone_group(i, z)))
             .collect();
         vpa["status"]["recommendationGroups"] = json!(groups);
     }

@@ -5,7 +5,7 @@
 use super::priority::{self, admit, has_lower_resource, PodPriority, Recommended};
 use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecision};
 use super::workloads::{DaemonSetInfo, Workloads};
-use super::{Action, ContainerChange, PodPlan, Resources, UpdateConfig};
+use super::{Action, ContainerChange, PodPlan, Quantities, Resources, UpdateConfig};
 use crate::json::borrowed::{JsonMap, QuantityText, Str};
 use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::pod::{PodView, ResourcesView};
@@ -15,7 +15,7 @@ use crate::policy::PolicyInputs;
 use crate::store::Snapshot;
 use crate::vpa::{ContainerMode, Placement, ResourceList, UpdateMode, VpaPolicy};
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// The Feature that gates scoped VPAs (KEP-3920).
 pub const SCOPE_FEATURE: (&str, &str) = ("kube-system", "vpa-node-scope");
@@ -71,7 +71,8 @@ pub fn plan_pass(
 ) -> Vec<PodPlan> {
     let gate =
         feature_state(snapshot, SCOPE_FEATURE).filter(|s| matches!(*s, "TurningOff" | "Off"));
-    let mut out = Vec::new();
+    // A plan per pod at most: grown once, not doubled along the pass.
+    let mut out = Vec::with_capacity(workloads.pods.len());
     for ((namespace, ds), pods) in workloads.by_daemonset() {
         let Some(vpa) = snapshot.vpa_for(namespace, ds) else {
             continue;
@@ -88,13 +89,19 @@ pub fn plan_pass(
         };
         group.plan(&pods, gate, memory, webhook_fresh, &mut out);
     }
-    // `desired` is shown only for pods that change (as the JSON promises).
-    for plan in out.iter_mut().filter(|p| p.action == Action::None) {
+    out
+}
+
+/// Adds a decided plan to the pass's output. `desired` is shown only for
+/// pods that change (as the JSON promises), and is dropped as soon as the
+/// plan is decided, so that a pass over every pod holds it only for those.
+fn push(out: &mut Vec<PodPlan>, mut plan: PodPlan) {
+    if plan.action == Action::None {
         for c in &mut plan.containers {
             c.desired = None;
         }
     }
-    out
+    out.push(plan);
 }
 
 struct Group<'a> {
@@ -106,7 +113,8 @@ struct Group<'a> {
 }
 
 /// A pod that passed the priority rules, waiting for the disruption check.
-struct Candidate {
+struct Candidate<'p> {
+    pod: &'p RunningPod,
     plan: PodPlan,
     priority: PodPriority,
     quick_oom: bool,
@@ -123,8 +131,10 @@ impl Group<'_> {
     ) {
         let mode = self.vpa.update_mode;
         let mut candidates = Vec::new();
-        for pod in pods {
-            let mut plan = self.sized(pod);
+        for &pod in pods {
+            // Parsed once for the whole pass over this pod.
+            let view = pod.view();
+            let mut plan = self.sized(pod, &view);
             let skip = if let Some(state) = gate {
                 Some(format!(
                     "feature {}/{} is {state}",
@@ -143,7 +153,7 @@ impl Group<'_> {
             };
             if let Some(reason) = skip {
                 plan.0.reason = reason;
-                out.push(plan.0);
+                push(out, plan.0);
                 continue;
             }
             let (mut plan, sizing) = plan;
@@ -153,7 +163,7 @@ impl Group<'_> {
                 } else {
                     sizing.warnings.join("; ")
                 };
-                out.push(plan);
+                push(out, plan);
                 continue;
             }
             let settled = plan.ops.is_empty()
@@ -164,22 +174,30 @@ impl Group<'_> {
                     .all(|c| c.desired.as_ref() == Some(&c.current));
             if settled {
                 plan.reason = "at its recommendation".into();
-                out.push(plan);
+                push(out, plan);
                 continue;
             }
-            match self.prioritize(pod, &sizing, &plan, memory) {
+            match self.prioritize(pod, &view, &sizing, &plan, memory) {
                 Ok((priority, quick_oom)) => candidates.push(Candidate {
+                    pod,
                     plan,
                     priority,
                     quick_oom,
                 }),
                 Err(reason) => {
                     plan.reason = reason;
-                    out.push(plan);
+                    push(out, plan);
                 }
             }
         }
-        candidates.sort_by(|a, b| PodPriority::descending(&a.priority, &b.priority));
+        // Sorted by index, so the plans are not moved along (stable, as a
+        // sort of the candidates themselves).
+        let mut order: Vec<usize> = (0..candidates.len()).collect();
+        order.sort_by(|&a, &b| {
+            PodPriority::descending(&candidates[a].priority, &candidates[b].priority)
+        });
+        let mut slots: Vec<Option<Candidate<'_>>> = candidates.into_iter().map(Some).collect();
+        let candidates = order.into_iter().filter_map(|i| slots[i].take());
         let live = pods.iter().filter(|p| !p.terminating).count();
         // A pod whose resize is pending or not yet actuated is disrupted
         // already, like one that is not Ready: the next pass must not take
@@ -214,24 +232,28 @@ impl Group<'_> {
                     "{} live pods, fewer than --min-replicas {}",
                     live, self.config.min_replicas
                 );
-                out.push(c.plan);
+                push(out, c.plan);
             }
             return;
         };
         for Candidate {
+            pod,
             mut plan,
             priority,
             quick_oom,
         } in candidates
         {
-            let Some(pod) = pods.iter().find(|p| *p.name == *plan.pod) else {
-                continue;
+            // How long its resize has been pending (0 when it is not);
+            // the key is built only when the memory can hold it.
+            let since = if pod.resize.is_updating() || !memory.resizing_since.is_empty() {
+                let key = pod.key();
+                if pod.resize.is_updating() {
+                    memory.resizing_since.entry(key.clone()).or_insert(self.now);
+                }
+                self.now - memory.resizing_since.get(&key).copied().unwrap_or(self.now)
+            } else {
+                0
             };
-            let key = pod.key();
-            if pod.resize.is_updating() {
-                memory.resizing_since.entry(key.clone()).or_insert(self.now);
-            }
-            let since = self.now - memory.resizing_since.get(&key).copied().unwrap_or(self.now);
             let why = describe(&priority, quick_oom);
             let decision = if in_place {
                 if pod.phase == PodPhase::Pending {
@@ -292,42 +314,37 @@ impl Group<'_> {
                     };
                 }
             }
-            out.push(plan);
+            push(out, plan);
         }
     }
 
     /// The pod's plan with current and desired resources, and the sizing.
-    fn sized(&self, pod: &RunningPod) -> (PodPlan, Sizing) {
-        let actual = pod.view();
-        let creation = self.creation_view(pod);
+    fn sized(&self, pod: &RunningPod, actual: &PodView<'_>) -> (PodPlan, Sizing) {
+        let creation = self.creation_view(pod, actual);
         let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
         let sizing = size_pod(
-            creation.as_ref().unwrap_or(&actual),
+            creation.as_ref().unwrap_or(actual),
             self.vpa,
             placement,
             self.snapshot.limit_ranges(&pod.namespace),
             self.config.missing,
         );
-        let ops = resize_ops(&actual, &sizing);
+        let ops = resize_ops(actual, &sizing);
         let mut containers = Vec::new();
         for sized in &sizing.containers {
             let Some(c) = actual.spec.containers.get(sized.index) else {
                 continue;
             };
             let state = pod.container_state(&c.name);
-            let spec =
-                |m: Option<&JsonMap<Str<'_>, QuantityText<'_>>>| -> BTreeMap<String, String> {
-                    m.into_iter()
-                        .flat_map(JsonMap::iter)
-                        .map(|(k, v)| (k.to_string(), v.0.to_string()))
-                        .collect()
-                };
+            let spec = |m: Option<&JsonMap<Str<'_>, QuantityText<'_>>>| -> Quantities {
+                m.into_iter()
+                    .flat_map(JsonMap::iter)
+                    .map(|(k, v)| (&**k, &*v.0))
+                    .collect()
+            };
             let status = |m: &Option<crate::pods::Texts>| {
-                m.as_ref().map(|l| {
-                    l.iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect::<BTreeMap<_, _>>()
-                })
+                m.as_ref()
+                    .map(|l| l.iter().map(|(k, v)| (&**k, &**v)).collect::<Quantities>())
             };
             let current = Resources {
                 requests: state
@@ -339,10 +356,10 @@ impl Group<'_> {
             };
             let mut desired = current.clone();
             for (r, q) in &sized.requests {
-                desired.requests.insert(r.to_owned(), q.to_string());
+                desired.requests.insert(r, q.to_string());
             }
             for (r, q) in &sized.limits {
-                desired.limits.insert(r.to_owned(), q.to_string());
+                desired.limits.insert(r, q.to_string());
             }
             containers.push(ContainerChange {
                 name: c.name.to_string(),
@@ -372,12 +389,17 @@ impl Group<'_> {
     /// The pod as its DaemonSet created it, for a pod without nodescope's
     /// mark (created before nodescope, or while its webhook was down):
     /// the template's resources, so the limit ratios are the template's.
-    fn creation_view<'p>(&'p self, pod: &'p RunningPod) -> Option<PodView<'p>> {
-        let mut view = pod.view();
-        if view.annotation(ORIGINAL_RESOURCES_ANNOTATION).is_some() {
+    fn creation_view<'p>(
+        &'p self,
+        pod: &'p RunningPod,
+        actual: &PodView<'_>,
+    ) -> Option<PodView<'p>> {
+        if actual.annotation(ORIGINAL_RESOURCES_ANNOTATION).is_some() {
             return None;
         }
         let template = &self.daemonset?.template;
+        // A copy to rewrite: only for pods without the mark.
+        let mut view = pod.view();
         let texts = |list: &'p Option<crate::pods::Texts>| {
             list.as_ref().map(|l| {
                 JsonMap(
@@ -407,11 +429,11 @@ impl Group<'_> {
     fn prioritize(
         &self,
         pod: &RunningPod,
+        view: &PodView<'_>,
         sizing: &Sizing,
         plan: &PodPlan,
         memory: &Memory,
     ) -> Result<(PodPriority, bool), String> {
-        let view = pod.view();
         let observed: Option<Vec<&str>> = view
             .annotation(OBSERVED_CONTAINERS_ANNOTATION)
             .map(|o| o.split(", ").filter(|s| !s.is_empty()).collect());
@@ -431,14 +453,7 @@ impl Group<'_> {
             plan.containers
                 .iter()
                 .find(|c| c.name == name)
-                .map(|c| {
-                    priority::parse_list(
-                        c.current
-                            .requests
-                            .iter()
-                            .map(|(k, v)| (k.as_str(), v.as_str())),
-                    )
-                })
+                .map(|c| priority::parse_list(c.current.requests.iter()))
                 .unwrap_or_default()
         };
         let prio = priority::update_priority(
@@ -485,10 +500,7 @@ pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
         .iter()
         .filter_map(|c| {
             let d = c.desired.as_ref()?;
-            Some((
-                c.name.clone(),
-                priority::parse_list(d.requests.iter().map(|(k, v)| (k.as_str(), v.as_str()))),
-            ))
+            Some((c.name.clone(), priority::parse_list(d.requests.iter())))
         })
         .collect()
 }
