@@ -185,6 +185,12 @@ fn map(v: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
+fn owned(q: &nodescope::update::Quantities) -> BTreeMap<String, String> {
+    q.iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
 fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
     let objects = cluster(c, c.new_target);
     let want = admitted(&objects, &created(c));
@@ -215,12 +221,17 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
     let desired = plan.containers[0].desired.clone().unwrap_or_default();
     let resources = &want["spec"]["containers"][0]["resources"];
     prop_assert_eq!(
-        desired.requests,
+        owned(&desired.requests),
         map(&resources["requests"]),
         "requests; {:?}",
         c
     );
-    prop_assert_eq!(desired.limits, map(&resources["limits"]), "limits; {:?}", c);
+    prop_assert_eq!(
+        owned(&desired.limits),
+        map(&resources["limits"]),
+        "limits; {:?}",
+        c
+    );
     Ok(())
 }
 
