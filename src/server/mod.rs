@@ -76,20 +76,45 @@ pub fn admission_router(state: AppState) -> Router {
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
         .merge(probe_router_routes());
-    finish(routes, state)
+    finish(routes, state, Served::Admission)
 }
 
 /// Probes and metrics only, for the optional plain-HTTP listener, so
 /// kubelet and Prometheus need no TLS and never touch the admission path.
 pub fn probe_router(state: AppState) -> Router {
-    finish(probe_router_routes(), state)
+    finish(probe_router_routes(), state, Served::Probes)
+}
+
+/// What a listener serves, as its 404 and 405 answers list it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Served {
+    Admission,
+    Probes,
+}
+
+impl Served {
+    fn routes(self) -> &'static str {
+        match self {
+            Self::Admission => {
+                "POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics"
+            }
+            Self::Probes => "GET /healthz, GET /readyz, GET /metrics",
+        }
+    }
+
+    fn methods(self) -> &'static str {
+        match self {
+            Self::Admission => "admission reviews are POSTed, probes and metrics use GET",
+            Self::Probes => "this port serves probes and metrics, with GET",
+        }
+    }
 }
 
 /// Fallbacks for what no route takes, and the count of every response.
-fn finish(routes: Router<AppState>, state: AppState) -> Router {
+fn finish(routes: Router<AppState>, state: AppState, served: Served) -> Router {
     routes
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
+        .method_not_allowed_fallback(move |request: Request| method_not_allowed(request, served))
+        .fallback(move |request: Request| not_found(request, served))
         .layer(middleware::from_fn_with_state(
             state.metrics.clone(),
             count_response,
@@ -125,25 +150,31 @@ fn text(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-async fn method_not_allowed(request: Request) -> Response {
-    text(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "method {} is not allowed on {}: admission reviews are POSTed, probes and metrics use GET",
-            request.method(),
-            request.uri().path()
-        ),
-    )
+/// Answers `status` to a request whose body was not read, once the body
+/// is read and dropped (see [`body::discard_unread`]).
+async fn refuse(request: Request, status: StatusCode, message: String) -> Response {
+    let (parts, body) = request.into_parts();
+    body::discard_unread(&parts.headers, body).await;
+    text(status, message)
 }
 
-async fn not_found(request: Request) -> Response {
-    text(
-        StatusCode::NOT_FOUND,
-        format!(
-            "no route for {}: nodescope serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics",
-            request.uri().path()
-        ),
-    )
+async fn method_not_allowed(request: Request, served: Served) -> Response {
+    let message = format!(
+        "method {} is not allowed on {}: {}",
+        request.method(),
+        request.uri().path(),
+        served.methods()
+    );
+    refuse(request, StatusCode::METHOD_NOT_ALLOWED, message).await
+}
+
+async fn not_found(request: Request, served: Served) -> Response {
+    let message = format!(
+        "no route for {}: this port serves {}",
+        request.uri().path(),
+        served.routes()
+    );
+    refuse(request, StatusCode::NOT_FOUND, message).await
 }
 
 async fn healthz() -> Response {
@@ -197,10 +228,8 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("none");
-        return text(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("Content-Type must be application/json, got {got}"),
-        );
+        let message = format!("Content-Type must be application/json, got {got}");
+        return refuse(request, StatusCode::UNSUPPORTED_MEDIA_TYPE, message).await;
     }
     let limit = state.max_body_bytes;
     let (parts, body) = request.into_parts();
