@@ -18,4 +18,5 @@ pub mod quantity;
 pub mod recommend;
 pub mod server;
 pub mod store;
+pub mod throttle;
 pub mod tls;

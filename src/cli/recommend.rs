@@ -72,7 +72,7 @@ pub struct RunningFlags {
     /// How long a dead leader's Lease lasts (at least 2s).
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: Duration,
-    /// Where /metrics and /healthz are served (plain HTTP), as upstream's
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP), as upstream's
     /// `--address`.
     #[arg(long, default_value = "0.0.0.0:8942")]
     pub address: std::net::SocketAddr,
@@ -326,7 +326,7 @@ pub enum RecommendError {
     Loop(#[from] crate::recommend::cluster::ClusterError),
 }
 
-/// Against the cluster: /metrics and /healthz on `--address`, and the loop
+/// Against the cluster: /metrics, /healthz and /readyz on `--address`, and the loop
 /// until SIGTERM or Ctrl-C.
 ///
 /// # Errors
@@ -360,46 +360,30 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     let client = kube::Client::try_default()
         .await
         .map_err(RecommendError::Client)?;
-    let metrics = crate::metrics::Metrics::new();
+    let lease = crate::leader::LeaseConfig {
+        namespace: args.running.lease_namespace.clone(),
+        name: args.running.lease_name.clone(),
+        duration: args.running.lease_duration,
+    };
+    let metrics = crate::metrics::RecommenderMetrics::new(&lease.lease());
     let listener = tokio::net::TcpListener::bind(args.running.address)
         .await
         .map_err(|cause| RecommendError::Bind {
             addr: args.running.address,
             cause,
         })?;
-    let served = metrics.clone();
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = served.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        metrics.render(),
-                    )
-                }
-            }),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok" }));
-    let server = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::warn!(%error, "metrics listener stopped");
-        }
-    });
+    let server = tokio::spawn(crate::server::serve_plain(
+        listener,
+        crate::server::controller_router(metrics.registry().clone(), metrics.http().clone()),
+        crate::server::ConnectionOptions::default(),
+        std::future::pending(),
+    ));
     let config = crate::recommend::cluster::LoopConfig {
         metrics: source,
         replay: args.upstream.replay(),
         interval: args.upstream.recommender_interval,
         checkpoint_interval: args.running.checkpoint_interval,
-        lease: crate::leader::LeaseConfig {
-            namespace: args.running.lease_namespace.clone(),
-            name: args.running.lease_name.clone(),
-            duration: args.running.lease_duration,
-        },
+        lease,
         instance: args.running.instance.clone(),
     };
     let shutdown = async {

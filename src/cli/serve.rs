@@ -6,9 +6,9 @@ use super::demo::{Demo, DemoError};
 use super::ServeArgs;
 use crate::admission::Decider;
 use crate::manifest::ManifestError;
-use crate::metrics::{Metrics, ReloadResult};
+use crate::metrics::{ReloadResult, WebhookMetrics};
 use crate::policy::{PolicyLoadError, PolicySet};
-use crate::server::{self, AppState, ConnectionOptions, Readiness};
+use crate::server::{self, AppState, ConnectionOptions, Edge, Readiness};
 use crate::store::{self, Snapshot, StoreSource};
 use crate::tls::{self, ReloadingResolver, TlsError};
 use arc_swap::ArcSwap;
@@ -91,7 +91,12 @@ fn param_namespaces(policies: &PolicySet) -> Vec<String> {
     namespaces
 }
 
-fn spawn_policy_reload(path: PathBuf, interval: Duration, cell: DeciderCell, metrics: Metrics) {
+fn spawn_policy_reload(
+    path: PathBuf,
+    interval: Duration,
+    cell: DeciderCell,
+    metrics: WebhookMetrics,
+) {
     let source = path.clone();
     tokio::spawn(crate::manifest::poll_changes(
         path,
@@ -140,7 +145,7 @@ async fn start_store(
     policies: &PolicySet,
     cell_slot: &Arc<std::sync::OnceLock<DeciderCell>>,
     readiness: Arc<Readiness>,
-    metrics: &Metrics,
+    metrics: &WebhookMetrics,
 ) -> Result<Arc<Snapshot>, ServeError> {
     let interval = Duration::from_secs(args.reload_interval.max(1));
     match &args.store {
@@ -155,7 +160,7 @@ async fn start_store(
             tokio::spawn(store::file::watch(
                 path.clone(),
                 interval,
-                metrics.clone(),
+                metrics.store.clone(),
                 move |s| {
                     if let Some(cell) = slot.get() {
                         cell.set_store(s);
@@ -174,7 +179,7 @@ async fn start_store(
             tokio::spawn(store::kube::run(
                 client,
                 kinds,
-                metrics.clone(),
+                metrics.store.clone(),
                 move |s| {
                     if let Some(cell) = slot.get() {
                         cell.set_store(s);
@@ -213,7 +218,10 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
             key: args.tls_key.clone().unwrap_or_default(),
         },
     };
-    let metrics = Metrics::new();
+    let metrics = WebhookMetrics::new(match args.store {
+        StoreSource::File(_) => "file",
+        StoreSource::Kube => "kube",
+    });
     let readiness = Arc::new(Readiness::default());
     let pair = tls::load_pair(&certificates.cert, &certificates.key)?;
     let resolver = Arc::new(ReloadingResolver::new(pair));
@@ -245,6 +253,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         metrics: metrics.clone(),
         readiness: readiness.clone(),
         max_body_bytes: args.max_body_bytes,
+        edge: Edge::new(metrics.http.clone()),
     };
     let options = ConnectionOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
@@ -281,7 +290,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         certificates.cert.clone(),
         certificates.key.clone(),
         Duration::from_secs(args.tls_reload_interval.max(1)),
-        metrics.clone(),
+        metrics.tls.clone(),
     ));
 
     let sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
