@@ -15,6 +15,7 @@ pub mod output;
 mod requests;
 pub mod review;
 pub mod sources;
+pub mod spool;
 
 use crate::admission::{self, Decider};
 use crate::cli::DryRunArgs;
@@ -25,7 +26,7 @@ use base64::Engine as _;
 use defaulting::PriorityClasses;
 use input::{check_object, is_review, str_at, InputError, Location, SourceDocument};
 use kinds::Kinds;
-use output::{ContainerResources, MutationReport, ObjectReport, Report, Row, Status};
+use output::{ContainerResources, MutationReport, ObjectReport, Row, Status};
 pub use requests::{requests, RequestOptions, Written};
 use review::User;
 use serde_json::Value;
@@ -419,6 +420,10 @@ fn result_name(decision: Decision) -> &'static str {
     }
 }
 
+/// Documents turned into requests and evaluated at a time: enough to keep
+/// every core busy, few enough that their reviews and reports stay small.
+const BATCH: usize = 2048;
+
 /// `nodescope dry-run`: prints the report and returns the exit code (0 all
 /// admitted, 1 any denied).
 ///
@@ -439,7 +444,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         .map(|p| format!("--policies {}", p.display()))
         .unwrap_or_default();
     let (policies, mut state) = load_policies(args.policies.as_deref(), &policies_name)?;
-    let mut inputs = Inputs::default();
+    let mut inputs = Inputs::excluding(&args.exclude)?;
     let params = inputs.read("--params", &args.params)?;
     let recommendations = inputs.read("--recommendations", &args.recommendations)?;
     let mut documents = inputs.read("-f", &args.files)?;
@@ -482,18 +487,31 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         nodes: &args.nodes,
         keep_written: false,
     };
-    let requests = requests(&engine, documents, &old, &options, 0)?;
-    let objects = engine.evaluate_all(requests)?;
-    let report = Report::new(objects);
+    // In batches, each evaluated and spooled before the next is built, so
+    // that only one batch of requests and reports is held at a time.
+    let mut spool = spool::ReportSpool::new(args.output, colour).map_err(RunError::Internal)?;
+    let mut uid = 0;
+    let mut documents = documents.into_iter();
+    loop {
+        let batch: Vec<SourceDocument> = documents.by_ref().take(BATCH).collect();
+        if batch.is_empty() {
+            break;
+        }
+        for report in engine.evaluate_all(requests(&engine, batch, &old, &options, &mut uid)?)? {
+            spool.push(&report).map_err(RunError::Internal)?;
+        }
+    }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    output::write(&mut out, &report, args.output, colour)
-        .and_then(|()| {
+    let summary = spool
+        .finish(&mut out)
+        .and_then(|summary| {
             out.flush()
                 .map_err(|e| format!("cannot write the report: {}", sources::reason(&e)))
+                .map(|()| summary)
         })
         .map_err(RunError::Internal)?;
-    Ok(if report.summary.denied > 0 {
+    Ok(if summary.denied > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

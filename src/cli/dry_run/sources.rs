@@ -24,9 +24,48 @@ enum Found {
 #[derive(Debug, Default)]
 pub struct Inputs {
     stdin_read: bool,
+    exclude: Option<globset::GlobSet>,
 }
 
 impl Inputs {
+    /// Inputs that leave out what `patterns` match among the files and
+    /// directories found under a directory (`--exclude`). A pattern
+    /// matches the path as found, without a leading `./`, or the file or
+    /// directory name alone; `*` stays within one path segment and `**`
+    /// spans several. A path named on the command line is always read.
+    ///
+    /// # Errors
+    /// A pattern that is not a glob.
+    pub fn excluding(patterns: &[String]) -> Result<Self, InputError> {
+        if patterns.is_empty() {
+            return Ok(Self::default());
+        }
+        let mut set = globset::GlobSetBuilder::new();
+        for pattern in patterns {
+            let glob = globset::GlobBuilder::new(pattern.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+                .map_err(|e| InputError::Usage(format!("--exclude {pattern}: {}", e.kind())))?;
+            set.add(glob);
+        }
+        let set = set
+            .build()
+            .map_err(|e| InputError::Usage(format!("--exclude: {e}")))?;
+        Ok(Self {
+            stdin_read: false,
+            exclude: Some(set),
+        })
+    }
+
+    /// Whether `--exclude` leaves `path` out.
+    fn excluded(&self, path: &Path) -> bool {
+        let Some(set) = &self.exclude else {
+            return false;
+        };
+        let relative = path.strip_prefix(".").unwrap_or(path);
+        set.is_match(relative) || path.file_name().is_some_and(|name| set.is_match(name))
+    }
+
     /// Every document under `paths`, given with `flag` (`-f`, `--params`):
     /// `-` is stdin; a directory is read recursively, a kustomization in it
     /// rendered.
@@ -71,7 +110,7 @@ impl Inputs {
         let meta = std::fs::metadata(path).map_err(|e| usage(&reason(&e)))?;
         let mut found = Vec::new();
         if meta.is_dir() {
-            walk(path, &mut found)?;
+            walk(path, &|p| self.excluded(p), &mut found)?;
             if found.is_empty() {
                 return Err(usage(
                     "holds no .yaml, .yml or .json file and no kustomization",
@@ -146,7 +185,11 @@ fn kustomization_file(dir: &Path) -> Option<PathBuf> {
 /// them); a directory with a kustomization is rendered whole, as
 /// `kubectl apply -k` would, not read file by file (its kustomization file
 /// is not a Kubernetes object, and its resources may be patched).
-fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
+fn walk(
+    dir: &Path,
+    excluded: &dyn Fn(&Path) -> bool,
+    found: &mut Vec<Found>,
+) -> Result<(), InputError> {
     if let Some(file) = kustomization_file(dir) {
         found.push(Found::Kustomization(dir.to_owned(), file));
         return Ok(());
@@ -158,11 +201,11 @@ fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
     let entries = crate::manifest::sorted_entries(dir).map_err(unreadable)?;
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') {
+        if name.starts_with('.') || excluded(&entry) {
             continue;
         }
         if entry.is_dir() {
-            walk(&entry, found)?;
+            walk(&entry, excluded, found)?;
         } else if entry
             .extension()
             .and_then(|e| e.to_str())
