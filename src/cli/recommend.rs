@@ -10,6 +10,7 @@ use crate::recommend::aggregate::HistoryConfig;
 use crate::recommend::container::PeakConfig;
 use crate::recommend::estimate::RecommenderConfig;
 use crate::recommend::model::ModelConfig;
+use crate::recommend::recording::Recording;
 use crate::recommend::replay::{self, Cluster, Replay, ReplayError};
 use crate::recommend::status::StatusConfig;
 use clap::{Args, ValueEnum};
@@ -273,14 +274,24 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     let replay = args.upstream.replay();
     let text = |e: ReplayError| e.to_string();
     let cluster = Cluster::load(&store).map_err(text)?;
-    let intervals = replay::load_metrics(&metrics).map_err(text)?;
+    // Read a group of files at a time: memory does not grow with the
+    // number of recorded files.
+    let recording = Recording::scan(&metrics).map_err(text)?;
     let history = match &checkpoints {
         Some(dir) => replay.restore(dir).map_err(text)?,
         None => Default::default(),
     };
-    let outcome = replay.run(&cluster, history, &intervals);
-    if let (Some(dir), Some((last, _))) = (&checkpoints, intervals.last()) {
-        replay::write_checkpoints(dir, &outcome.history, *last).map_err(text)?;
+    let mut failed = None;
+    let intervals = recording
+        .intervals()
+        .map_while(|group| group.map_err(|e| failed = Some(e)).ok())
+        .flatten();
+    let outcome = replay.run(&cluster, history, intervals);
+    if let Some(error) = failed {
+        return Err(text(error));
+    }
+    if let Some(dir) = &checkpoints {
+        replay::write_checkpoints(dir, &outcome.history, recording.last()).map_err(text)?;
     }
     let rendered = match args.output {
         Output::Json => {
