@@ -19,6 +19,7 @@ pub mod quantity;
 pub mod recommend;
 pub mod server;
 pub mod store;
+pub mod throttle;
 pub mod tls;
 pub mod update;
 pub mod vpa;

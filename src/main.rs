@@ -74,16 +74,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let client = kube::Client::try_default()
                         .await
                         .context("connecting to the cluster (kubeconfig or service account)")?;
+                    let lease = nodescope::leader::LeaseConfig {
+                        namespace: controller.lease_namespace.clone(),
+                        name: controller.lease_name.clone(),
+                        duration: controller.lease_duration,
+                    };
+                    let metrics = nodescope::metrics::FeaturesMetrics::new(&lease.lease());
+                    let listener = tokio::net::TcpListener::bind(controller.metrics_listen)
+                        .await
+                        .with_context(|| {
+                            format!("cannot listen on {} (--metrics-listen)", controller.metrics_listen)
+                        })?;
+                    tracing::info!(addr = %controller.metrics_listen, "serving probes and metrics over plain HTTP");
+                    let probes = tokio::spawn(nodescope::server::serve_plain(
+                        listener,
+                        nodescope::server::controller_router(
+                            metrics.registry().clone(),
+                            metrics.http.clone(),
+                        ),
+                        nodescope::server::ConnectionOptions::default(),
+                        std::future::pending(),
+                    ));
                     let config = nodescope::features::controller::ControllerConfig {
                         settle: controller.settle,
                         period: controller.period,
                         min_interval: controller.min_interval,
                         instance: controller.instance.clone(),
-                        lease: nodescope::leader::LeaseConfig {
-                            namespace: controller.lease_namespace.clone(),
-                            name: controller.lease_name.clone(),
-                            duration: controller.lease_duration,
-                        },
+                        lease,
                     };
                     let shutdown = async move {
                         tokio::select! {
@@ -91,9 +108,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                             _ = tokio::signal::ctrl_c() => tracing::info!("interrupt received; shutting down"),
                         }
                     };
-                    nodescope::features::controller::run(client, config, shutdown)
-                        .await
-                        .context("features controller")?;
+                    let result =
+                        nodescope::features::controller::run(client, config, &metrics.leader, shutdown)
+                            .await;
+                    probes.abort();
+                    result.context("features controller")?;
                     anyhow::Ok(())
                 })?;
                 return Ok(ExitCode::SUCCESS);

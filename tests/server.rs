@@ -276,7 +276,7 @@ async fn unknown_path_is_a_404_listing_the_routes() {
     let mut client = H1::connect(server.addr, &server.ca()).await;
     let reply = client.post("/admit", b"{}".to_vec()).await;
     assert_eq!(reply.status, 404);
-    assert_eq!(reply.text(), "no route for /admit: nodescope serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics\n");
+    assert_eq!(reply.text(), "no route for /admit: this port serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics\n");
 }
 
 #[tokio::test]

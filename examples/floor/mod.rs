@@ -109,7 +109,7 @@ where
             Arc::new(config),
             app,
             ConnectionOptions::default(),
-            nodescope::metrics::Metrics::new(),
+            nodescope::metrics::WebhookMetrics::new("file"),
             shutdown,
         )
         .await;

@@ -77,6 +77,9 @@ pub struct ControllerArgs {
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP).
+    #[arg(long, env = "NODESCOPE_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
+    pub metrics_listen: std::net::SocketAddr,
 }
 
 /// `30s`, `500ms`, `2m`, `1h` or a number of seconds.

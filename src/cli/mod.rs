@@ -297,6 +297,12 @@ pub struct DryRunArgs {
     /// webhook's patch. Repeatable.
     #[arg(long)]
     pub recommendations: Vec<PathBuf>,
+    /// Leave out files and directories found under a directory given with
+    /// -f, --params, --recommendations or --old whose path (as found, without a leading `./`) or name matches
+    /// GLOB (`examples/recommend/metrics`, `*.json`, `**/testdata/*`; `*`
+    /// stays within a path segment). Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
     /// Expand each DaemonSet given with -f into one pod per node, as the
     /// DaemonSet controller would create them (comma-separated node names).
     #[arg(long, value_delimiter = ',')]

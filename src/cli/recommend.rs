@@ -10,6 +10,7 @@ use crate::recommend::aggregate::HistoryConfig;
 use crate::recommend::container::PeakConfig;
 use crate::recommend::estimate::RecommenderConfig;
 use crate::recommend::model::ModelConfig;
+use crate::recommend::recording::Recording;
 use crate::recommend::replay::{self, Cluster, Replay, ReplayError};
 use crate::recommend::status::StatusConfig;
 use clap::{Args, ValueEnum};
@@ -72,7 +73,7 @@ pub struct RunningFlags {
     /// How long a dead leader's Lease lasts (at least 2s).
     #[arg(long, default_value = "15s", value_parser = parse_duration)]
     pub lease_duration: Duration,
-    /// Where /metrics and /healthz are served (plain HTTP), as upstream's
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP), as upstream's
     /// `--address`.
     #[arg(long, default_value = "0.0.0.0:8942")]
     pub address: std::net::SocketAddr,
@@ -273,14 +274,24 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     let replay = args.upstream.replay();
     let text = |e: ReplayError| e.to_string();
     let cluster = Cluster::load(&store).map_err(text)?;
-    let intervals = replay::load_metrics(&metrics).map_err(text)?;
+    // Read a group of files at a time: memory does not grow with the
+    // number of recorded files.
+    let recording = Recording::scan(&metrics).map_err(text)?;
     let history = match &checkpoints {
         Some(dir) => replay.restore(dir).map_err(text)?,
         None => Default::default(),
     };
-    let outcome = replay.run(&cluster, history, &intervals);
-    if let (Some(dir), Some((last, _))) = (&checkpoints, intervals.last()) {
-        replay::write_checkpoints(dir, &outcome.history, *last).map_err(text)?;
+    let mut failed = None;
+    let intervals = recording
+        .intervals()
+        .map_while(|group| group.map_err(|e| failed = Some(e)).ok())
+        .flatten();
+    let outcome = replay.run(&cluster, history, intervals);
+    if let Some(error) = failed {
+        return Err(text(error));
+    }
+    if let Some(dir) = &checkpoints {
+        replay::write_checkpoints(dir, &outcome.history, recording.last()).map_err(text)?;
     }
     let rendered = match args.output {
         Output::Json => {
@@ -326,7 +337,7 @@ pub enum RecommendError {
     Loop(#[from] crate::recommend::cluster::ClusterError),
 }
 
-/// Against the cluster: /metrics and /healthz on `--address`, and the loop
+/// Against the cluster: /metrics, /healthz and /readyz on `--address`, and the loop
 /// until SIGTERM or Ctrl-C.
 ///
 /// # Errors
@@ -360,46 +371,30 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     let client = kube::Client::try_default()
         .await
         .map_err(RecommendError::Client)?;
-    let metrics = crate::metrics::Metrics::new();
+    let lease = crate::leader::LeaseConfig {
+        namespace: args.running.lease_namespace.clone(),
+        name: args.running.lease_name.clone(),
+        duration: args.running.lease_duration,
+    };
+    let metrics = crate::metrics::RecommenderMetrics::new(&lease.lease());
     let listener = tokio::net::TcpListener::bind(args.running.address)
         .await
         .map_err(|cause| RecommendError::Bind {
             addr: args.running.address,
             cause,
         })?;
-    let served = metrics.clone();
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = served.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        metrics.render(),
-                    )
-                }
-            }),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok" }));
-    let server = tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::warn!(%error, "metrics listener stopped");
-        }
-    });
+    let server = tokio::spawn(crate::server::serve_plain(
+        listener,
+        crate::server::controller_router(metrics.registry().clone(), metrics.http().clone()),
+        crate::server::ConnectionOptions::default(),
+        std::future::pending(),
+    ));
     let config = crate::recommend::cluster::LoopConfig {
         metrics: source,
         replay: args.upstream.replay(),
         interval: args.upstream.recommender_interval,
         checkpoint_interval: args.running.checkpoint_interval,
-        lease: crate::leader::LeaseConfig {
-            namespace: args.running.lease_namespace.clone(),
-            name: args.running.lease_name.clone(),
-            duration: args.running.lease_duration,
-        },
+        lease,
         instance: args.running.instance.clone(),
     };
     let shutdown = async {

@@ -8,9 +8,9 @@ use super::ServeArgs;
 use crate::admission::Decider;
 use crate::leader::status::{self, StatusLease};
 use crate::manifest::ManifestError;
-use crate::metrics::{Metrics, ReloadResult};
+use crate::metrics::{ReloadResult, WebhookMetrics};
 use crate::policy::{PolicyLoadError, PolicySet};
-use crate::server::{self, AppState, ConnectionOptions, Readiness};
+use crate::server::{self, AppState, ConnectionOptions, Edge, Readiness};
 use crate::store::{self, Snapshot, StoreSource};
 use crate::tls::{self, ReloadingResolver, TlsError};
 use arc_swap::ArcSwap;
@@ -93,7 +93,12 @@ fn param_namespaces(policies: &PolicySet) -> Vec<String> {
     namespaces
 }
 
-fn spawn_policy_reload(path: PathBuf, interval: Duration, cell: DeciderCell, metrics: Metrics) {
+fn spawn_policy_reload(
+    path: PathBuf,
+    interval: Duration,
+    cell: DeciderCell,
+    metrics: WebhookMetrics,
+) {
     let source = path.clone();
     tokio::spawn(crate::manifest::poll_changes(
         path,
@@ -143,7 +148,7 @@ async fn start_store(
     policies: &PolicySet,
     cell_slot: &Arc<std::sync::OnceLock<DeciderCell>>,
     readiness: Arc<Readiness>,
-    metrics: &Metrics,
+    metrics: &WebhookMetrics,
 ) -> Result<(Arc<Snapshot>, Option<kube::Client>), ServeError> {
     let interval = Duration::from_secs(args.reload_interval.max(1));
     match &args.store {
@@ -158,7 +163,7 @@ async fn start_store(
             tokio::spawn(store::file::watch(
                 path.clone(),
                 interval,
-                metrics.clone(),
+                metrics.store.clone(),
                 move |s| {
                     if let Some(cell) = slot.get() {
                         cell.set_store(s);
@@ -177,7 +182,7 @@ async fn start_store(
             tokio::spawn(store::kube::run(
                 client.clone(),
                 kinds,
-                metrics.clone(),
+                metrics.store.clone(),
                 move |s| {
                     if let Some(cell) = slot.get() {
                         cell.set_store(s);
@@ -196,7 +201,7 @@ fn start_status_lease(
     args: &ServeArgs,
     client: kube::Client,
     readiness: Arc<Readiness>,
-    metrics: &Metrics,
+    metrics: &WebhookMetrics,
     stop: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     if args.status_lease_name.is_empty() {
@@ -213,7 +218,7 @@ fn start_status_lease(
         lease,
         args.status_lease_update_interval,
         move || readiness.is_ready(),
-        metrics.clone(),
+        metrics.status_lease.clone(),
         stop,
     ));
 }
@@ -244,7 +249,10 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
             key: args.tls_key.clone().unwrap_or_default(),
         },
     };
-    let metrics = Metrics::new();
+    let metrics = WebhookMetrics::new(match args.store {
+        StoreSource::File(_) => "file",
+        StoreSource::Kube => "kube",
+    });
     let readiness = Arc::new(Readiness::default());
     let pair = tls::load_pair(&certificates.cert, &certificates.key)?;
     let resolver = Arc::new(ReloadingResolver::new(pair));
@@ -277,6 +285,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         metrics: metrics.clone(),
         readiness: readiness.clone(),
         max_body_bytes: args.max_body_bytes,
+        edge: Edge::new(metrics.http.clone()),
     };
     let options = ConnectionOptions {
         drain_timeout: Duration::from_secs(args.drain_timeout),
@@ -313,7 +322,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         certificates.cert.clone(),
         certificates.key.clone(),
         Duration::from_secs(args.tls_reload_interval.max(1)),
-        metrics.clone(),
+        metrics.tls.clone(),
     ));
 
     let sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())

@@ -11,6 +11,7 @@ use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
 use crate::leader::{self, LeaseConfig};
+use crate::metrics::LeaderMetrics;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -49,9 +50,11 @@ pub struct ControllerConfig {
 pub async fn run(
     client: Client,
     config: ControllerConfig,
+    metrics: &LeaderMetrics,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ClusterError> {
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
+    let _export = leadership.export(metrics);
     let asked = tokio::select! {
         () = lead(&client, &config, leadership.leading()) => false,
         () = shutdown => true,

@@ -36,7 +36,7 @@ mod campaign;
 pub mod status;
 mod view;
 
-use crate::metrics::Metrics;
+use crate::metrics::LeaderMetrics;
 use kube::Client;
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder, LeaseManagerError};
 use std::ops::RangeInclusive;
@@ -244,7 +244,7 @@ impl Leadership {
 
     /// Mirrors [`Self::leading`] into `nodescope_leader{lease}` of
     /// `metrics` (1 leading, 0 not) until the election ends, which sets 0.
-    pub fn export(&self, metrics: &Metrics) -> JoinHandle<()> {
+    pub fn export(&self, metrics: &LeaderMetrics) -> JoinHandle<()> {
         let mut leading = self.leading.clone();
         let metrics = metrics.clone();
         let lease = self.lease.clone();
@@ -321,9 +321,9 @@ mod tests {
             stop: None,
             task: None,
         };
-        let metrics = Metrics::new();
-        let exported = leadership.export(&metrics);
-        let gauge = |metrics: &Metrics| {
+        let metrics = crate::metrics::FeaturesMetrics::new("nodescope-system/nodescope-features");
+        let exported = leadership.export(&metrics.leader);
+        let gauge = |metrics: &crate::metrics::FeaturesMetrics| {
             metrics
                 .render()
                 .lines()

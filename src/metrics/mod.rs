@@ -1,24 +1,50 @@
-//! Prometheus metrics for the admission path, TLS reloads, stores, leader
-//! election and the webhook's status Lease.
+//! Prometheus metrics: the families, and one registry per component.
 //!
-//! Owns the registry and the metric families; handlers record into them with
-//! label sets that are small, fixed enums so cardinality cannot grow with
-//! input (the Lease label comes from the process's own flags, one per
-//! controller).
+//! Owns every metric family and the registries that export them; a
+//! component records into its families and serves its own registry, so a
+//! scrape shows only what that process moves. Must not: share a registry
+//! between components, or take a label value from input without bounding
+//! it (label sets are small fixed enums, or values clamped to what
+//! Kubernetes can send).
+//!
+//! # The pattern, for a new component
+//!
+//! 1. A struct of the component's families, in its own file here, named for
+//!    the component (`UpdaterMetrics`), its families prefixed
+//!    `nodescope_<component>_` (`nodescope_updater_evicted_pods`).
+//! 2. Its constructor creates every series whose label set is known up
+//!    front: each `{result="failure"}` or `{reason=…}` at 0, so that
+//!    `increase(…[15m]) > 0` sees the first failure.
+//! 3. It implements [`Families`]; the component builds its registry with
+//!    [`Registry::builder`], adding its own families and the shared ones it
+//!    uses ([`LeaderMetrics`] for an elected controller, [`HttpMetrics`]
+//!    for the port that serves `/metrics`). `nodescope_build_info` is in
+//!    every registry.
+//! 4. `tests/observability.rs` lists the exact families of each component
+//!    (registered, and shown at start); `tests/monitoring.rs` checks every
+//!    metric the dashboard and the alerts query against the registries,
+//!    with a list of the families of components not yet in the crate
+//!    (the updater's `nodescope_updater_*` among them): a new component
+//!    adds its registry there and takes its names off that list.
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
-use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
-use prometheus_client::registry::Registry;
 use std::sync::Arc;
-use std::time::Duration;
 
+mod components;
+mod http;
+mod leader;
 mod recommender;
 mod status_lease;
+mod webhook;
+
+pub use components::{FeaturesMetrics, WebhookMetrics};
+pub use http::{Handler, HttpMetrics};
+pub use leader::LeaderMetrics;
 pub use recommender::RecommenderMetrics;
 pub use status_lease::{StatusLeaseMetrics, StatusLeaseRenewal};
+pub use webhook::{AdmissionMetrics, HandshakeFailure, PolicyMetrics, StoreMetrics, TlsMetrics};
 
 /// Which webhook answered; bounded so a caller cannot invent label values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -36,39 +62,26 @@ pub enum ReviewResult {
     Error,
 }
 
-/// What a request asked for, by path: the routes nodescope serves, and
-/// `other` for any path it does not (and for plain HTTP on the TLS port,
-/// which never gets as far as a path).
-#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
-pub enum Handler {
-    Mutate,
-    Validate,
-    Healthz,
-    Readyz,
-    Metrics,
-    Other,
-}
-
-impl Handler {
-    /// The handler of a request for `path`.
-    #[must_use]
-    pub fn of(path: &str) -> Self {
-        match path {
-            "/mutate" => Self::Mutate,
-            "/validate" => Self::Validate,
-            "/healthz" => Self::Healthz,
-            "/readyz" => Self::Readyz,
-            "/metrics" => Self::Metrics,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// Success or failure of a reload (certificates, policies, stores).
+/// Success or failure of a reload or a write.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
 pub enum ReloadResult {
     Success,
     Failure,
+}
+
+impl ReloadResult {
+    /// Both values, for creating both series at start.
+    pub const ALL: [Self; 2] = [Self::Success, Self::Failure];
+
+    /// `Success` when `ok`.
+    #[must_use]
+    pub fn of(ok: bool) -> Self {
+        if ok {
+            Self::Success
+        } else {
+            Self::Failure
+        }
+    }
 }
 
 /// Lower-case label values, as Prometheus conventions expect.
@@ -89,44 +102,26 @@ macro_rules! label_values {
         }
     };
 }
+pub(crate) use label_values;
 
 label_values!(Webhook { Mutate => "mutate", Validate => "validate" });
 label_values!(ReviewResult { Allowed => "allowed", Denied => "denied", Patched => "patched", Error => "error" });
 label_values!(ReloadResult { Success => "success", Failure => "failure" });
-label_values!(Handler {
-    Mutate => "mutate",
-    Validate => "validate",
-    Healthz => "healthz",
-    Readyz => "readyz",
-    Metrics => "metrics",
-    Other => "other",
-});
 
+/// `{result}`: success or failure.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct RequestLabels {
-    webhook: Webhook,
-    operation: String,
-    resource: String,
-    result: ReviewResult,
+pub(crate) struct ResultLabel {
+    pub(crate) result: ReloadResult,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct DurationLabels {
-    webhook: Webhook,
-    operation: String,
-    resource: String,
-}
-
-/// `code` is the status nodescope itself sent, so it takes a few values.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResponseLabels {
-    handler: Handler,
-    code: u16,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct ResultLabel {
-    result: ReloadResult,
+/// A family of `{result}` counters with both series at 0.
+pub(crate) fn results_at_zero() -> Family<ResultLabel, prometheus_client::metrics::counter::Counter>
+{
+    let family = Family::default();
+    for result in ReloadResult::ALL {
+        let _ = family.get_or_create(&ResultLabel { result });
+    }
+    family
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -134,244 +129,55 @@ struct VersionLabel {
     version: String,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct StoreLabel {
-    store: String,
+/// A set of families one component records into. Implemented by each
+/// component's metrics and by the shared ones ([`HttpMetrics`],
+/// [`LeaderMetrics`]).
+pub trait Families {
+    /// Adds the families to `registry`, by their names without `_total`.
+    fn register(&self, registry: &mut RegistryBuilder);
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct LeaseLabel {
-    lease: String,
-}
-
-/// Operation and resource labels are copied from the request, so they are
-/// clamped to the values Kubernetes can send; anything else becomes `other`
-/// and cannot blow up the series count.
-fn bounded_operation(op: &str) -> String {
-    match op {
-        "CREATE" | "UPDATE" | "DELETE" | "CONNECT" => op.to_owned(),
-        _ => "other".to_owned(),
-    }
-}
-
-fn bounded_resource(resource: &str) -> String {
-    let ok = resource.len() <= 63
-        && resource.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.' || b == b'/'
-        });
-    if ok && !resource.is_empty() {
-        resource.to_owned()
-    } else {
-        "other".to_owned()
-    }
-}
-
-/// All of nodescope's metrics; cheap to clone and share across tasks.
+/// One component's registry: `nodescope_build_info` and the families it
+/// was built with, rendered for its `/metrics`. Cheap to clone; the
+/// families record through their own handles, never through this.
 #[derive(Clone)]
-pub struct Metrics {
-    registry: Arc<Registry>,
-    requests: Family<RequestLabels, Counter>,
-    responses: Family<ResponseLabels, Counter>,
-    durations: Family<DurationLabels, Histogram>,
-    tls_reloads: Family<ResultLabel, Counter>,
-    store_errors: Family<StoreLabel, Counter>,
-    policy_reloads: Family<ResultLabel, Counter>,
-    leader: Family<LeaseLabel, Gauge>,
-    status_lease: StatusLeaseMetrics,
-    recommender: RecommenderMetrics,
+pub struct Registry {
+    registry: Arc<prometheus_client::registry::Registry>,
+    samples: Arc<[String]>,
 }
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
+/// Collects a component's families; [`RegistryBuilder::build`] freezes it.
+pub struct RegistryBuilder {
+    registry: prometheus_client::registry::Registry,
+    samples: Vec<String>,
 }
 
-impl Metrics {
-    /// Builds the registry; `build_info` is set once here since it never changes.
-    pub fn new() -> Self {
-        let mut registry = Registry::default();
-        let requests = Family::<RequestLabels, Counter>::default();
-        let responses = Family::<ResponseLabels, Counter>::default();
-        let durations = Family::<DurationLabels, Histogram>::new_with_constructor(|| {
-            // 50 µs .. ~10 s: the fast path sits in the first buckets, the
-            // apiserver's timeout in the last.
-            Histogram::new([
-                0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-            ])
-        });
-        let tls_reloads = Family::<ResultLabel, Counter>::default();
-        let store_errors = Family::<StoreLabel, Counter>::default();
-        let policy_reloads = Family::<ResultLabel, Counter>::default();
-        let leader = Family::<LeaseLabel, Gauge>::default();
-        let status_lease = StatusLeaseMetrics::default();
-        status_lease.register(&mut registry);
-        let recommender = RecommenderMetrics::default();
-        recommender.register(&mut registry);
+impl Registry {
+    /// A registry holding `nodescope_build_info` (always 1, labelled with
+    /// the version) and nothing else yet.
+    #[must_use]
+    pub fn builder() -> RegistryBuilder {
+        let mut builder = RegistryBuilder {
+            registry: prometheus_client::registry::Registry::default(),
+            samples: Vec::new(),
+        };
         let build_info = Family::<VersionLabel, Gauge>::default();
         build_info
             .get_or_create(&VersionLabel {
                 version: env!("CARGO_PKG_VERSION").to_owned(),
             })
             .set(1);
-        registry.register(
-            "nodescope_admission_requests",
-            "Admission reviews answered, by webhook, operation, resource and result",
-            requests.clone(),
-        );
-        registry.register(
-            "nodescope_http_responses",
-            "HTTP responses sent, by handler and status code; refusals (400, 404, 405, 413, 415) included",
-            responses.clone(),
-        );
-        registry.register(
-            "nodescope_admission_duration_seconds",
-            "Time from request body to response body",
-            durations.clone(),
-        );
-        registry.register(
-            "nodescope_tls_reloads",
-            "Certificate reload attempts by result",
-            tls_reloads.clone(),
-        );
-        registry.register(
-            "nodescope_store_errors",
-            "Store watch or load failures; the last good snapshot keeps serving",
-            store_errors.clone(),
-        );
-        registry.register(
-            "nodescope_policy_reloads",
-            "Policy bundle reload attempts by result",
-            policy_reloads.clone(),
-        );
-        registry.register(
-            "nodescope_leader",
-            "1 while this replica leads on the Lease (namespace/name), else 0",
-            leader.clone(),
-        );
-        registry.register(
+        builder.register(
             "nodescope_build_info",
             "Build information; always 1",
             build_info,
         );
-        Self {
-            registry: Arc::new(registry),
-            requests,
-            responses,
-            durations,
-            tls_reloads,
-            store_errors,
-            policy_reloads,
-            leader,
-            status_lease,
-            recommender,
-        }
+        builder
     }
 
-    /// Records one answered review.
-    pub fn observe_review(
-        &self,
-        webhook: Webhook,
-        operation: &str,
-        resource: &str,
-        result: ReviewResult,
-        elapsed: Duration,
-    ) {
-        let operation = bounded_operation(operation);
-        let resource = bounded_resource(resource);
-        self.durations
-            .get_or_create(&DurationLabels {
-                webhook,
-                operation: operation.clone(),
-                resource: resource.clone(),
-            })
-            .observe(elapsed.as_secs_f64());
-        self.requests
-            .get_or_create(&RequestLabels {
-                webhook,
-                operation,
-                resource,
-                result,
-            })
-            .inc();
-    }
-
-    /// Counts one HTTP response, whatever it says: reviews, probes, scrapes
-    /// and every refusal, so a misdirected or oversized call is seen.
-    pub fn http_response(&self, handler: Handler, code: u16) {
-        self.responses
-            .get_or_create(&ResponseLabels { handler, code })
-            .inc();
-    }
-
-    /// Counts a certificate reload attempt.
-    pub fn tls_reload(&self, result: ReloadResult) {
-        self.tls_reloads
-            .get_or_create(&ResultLabel { result })
-            .inc();
-    }
-
-    /// Counts a policy reload attempt.
-    pub fn policy_reload(&self, result: ReloadResult) {
-        self.policy_reloads
-            .get_or_create(&ResultLabel { result })
-            .inc();
-    }
-
-    /// Counts a store failure (watch error, unparsable file) for `store`.
-    pub fn store_error(&self, store: &str) {
-        self.store_errors
-            .get_or_create(&StoreLabel {
-                store: store.to_owned(),
-            })
-            .inc();
-    }
-
-    /// Sets whether this replica leads on `lease` (`namespace/name`): a sum
-    /// over the replicas other than 1 is an election gone wrong.
-    pub fn leader(&self, lease: &str, leading: bool) {
-        self.leader
-            .get_or_create(&LeaseLabel {
-                lease: lease.to_owned(),
-            })
-            .set(i64::from(leading));
-    }
-
-    /// Starts every `nodescope_status_lease_renewals_total{result}` series
-    /// at 0, so that a rate or an absence alert works from the first
-    /// scrape; called when the renewal starts, so a server that renews no
-    /// Lease exports none.
-    pub fn status_lease_started(&self) {
-        self.status_lease.start();
-    }
-
-    /// Counts one tick of the status Lease renewal.
-    pub fn status_lease_renewal(&self, result: StatusLeaseRenewal) {
-        self.status_lease.renewal(result);
-    }
-
-    /// One recommender interval: samples taken and dropped, keys held.
-    pub fn recommender_ingested(&self, samples: u64, dropped: u64, keys: usize) {
-        self.recommender.ingested(samples, dropped, keys);
-    }
-
-    /// Counts a VPA status write.
-    pub fn recommendation_write(&self, ok: bool) {
-        self.recommender.status_write(ok);
-    }
-
-    /// Counts a checkpoint object write.
-    pub fn checkpoint_write(&self, ok: bool) {
-        self.recommender.checkpoint_write(ok);
-    }
-
-    /// Whether the recommender's metrics source answered.
-    pub fn recommender_metrics_source(&self, up: bool) {
-        self.recommender.source(up);
-    }
-
-    /// Renders the Prometheus text exposition format.
+    /// The Prometheus text exposition of every family. A family with an
+    /// open label set and no series yet (no review answered) is left out.
+    #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Encoding into a String cannot fail except on fmt errors, which
@@ -381,6 +187,64 @@ impl Metrics {
         }
         out
     }
+
+    /// Every sample name a query may use, series or not yet:
+    /// `nodescope_x_total` for a counter, `_bucket`, `_sum` and `_count`
+    /// for a histogram, the family's name for a gauge.
+    #[must_use]
+    pub fn sample_names(&self) -> &[String] {
+        &self.samples
+    }
+}
+
+impl RegistryBuilder {
+    /// Adds `families`.
+    #[must_use]
+    pub fn with(mut self, families: &dyn Families) -> Self {
+        families.register(&mut self);
+        self
+    }
+
+    /// Adds one family, `name` without `_total`.
+    pub fn register(
+        &mut self,
+        name: &str,
+        help: &str,
+        metric: impl prometheus_client::registry::Metric,
+    ) {
+        use prometheus_client::metrics::MetricType;
+        match metric.metric_type() {
+            MetricType::Counter => self.samples.push(format!("{name}_total")),
+            MetricType::Histogram => {
+                for suffix in ["_bucket", "_sum", "_count"] {
+                    self.samples.push(format!("{name}{suffix}"));
+                }
+            }
+            _ => self.samples.push(name.to_owned()),
+        }
+        self.registry.register(name, help, metric);
+    }
+
+    /// The finished registry.
+    #[must_use]
+    pub fn build(self) -> Registry {
+        Registry {
+            registry: Arc::new(self.registry),
+            samples: self.samples.into(),
+        }
+    }
+}
+
+/// The names of the families in an exposition, as `# TYPE` lines give
+/// them (counters without `_total`), in order.
+#[must_use]
+pub fn family_names(exposition: &str) -> Vec<String> {
+    exposition
+        .lines()
+        .filter_map(|line| line.strip_prefix("# TYPE "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
 }
 
 #[cfg(test)]
@@ -388,56 +252,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn renders_counters_with_bounded_labels() {
-        let m = Metrics::new();
-        m.observe_review(
-            Webhook::Mutate,
-            "CREATE",
-            "pods",
-            ReviewResult::Patched,
-            Duration::from_micros(80),
-        );
-        m.observe_review(
-            Webhook::Validate,
-            "<script>",
-            "Not A Resource!",
-            ReviewResult::Error,
-            Duration::from_micros(80),
-        );
-        let text = m.render();
-        assert!(text.contains(
-            "nodescope_admission_requests_total{webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\",result=\"patched\"} 1"
-        ), "{text}");
-        assert!(text.contains(
-            "nodescope_admission_requests_total{webhook=\"validate\",operation=\"other\",resource=\"other\",result=\"error\"} 1"
-        ), "{text}");
-        assert!(text.contains("nodescope_build_info{version=\""), "{text}");
-        m.http_response(Handler::of("/admit"), 404);
+    fn every_registry_has_the_build_info_and_only_what_was_added() {
+        let registry = Registry::builder().build();
+        let text = registry.render();
+        assert_eq!(family_names(&text), ["nodescope_build_info"]);
         assert!(
-            m.render()
-                .contains("nodescope_http_responses_total{handler=\"other\",code=\"404\"} 1"),
+            text.contains(&format!(
+                "nodescope_build_info{{version=\"{}\"}} 1",
+                env!("CARGO_PKG_VERSION")
+            )),
             "{text}"
         );
-        assert!(text.contains("nodescope_admission_duration_seconds_bucket{le=\"0.00005\",webhook=\"mutate\",operation=\"CREATE\",resource=\"pods\"} 0"), "{text}");
-    }
-
-    #[test]
-    fn the_leader_gauge_is_one_per_lease_while_leading() {
-        let m = Metrics::new();
-        m.leader("nodescope-system/nodescope-features", true);
-        m.leader("nodescope-system/nodescope-recommend", false);
-        let text = m.render();
-        assert!(
-            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 1\n"),
-            "{text}"
-        );
-        assert!(
-            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-recommend\"} 0\n"),
-            "{text}"
-        );
-        m.leader("nodescope-system/nodescope-features", false);
-        assert!(m
-            .render()
-            .contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 0\n"));
     }
 }

@@ -5,7 +5,6 @@
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::registry::Registry;
 
 /// What one tick of the renewal did.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -48,22 +47,23 @@ struct RenewalLabel {
     result: StatusLeaseRenewal,
 }
 
-/// Registered by [`super::Metrics::new`]; recorded through its methods.
+/// Part of the webhook's registry ([`super::WebhookMetrics`]).
 #[derive(Clone, Default)]
 pub struct StatusLeaseMetrics {
     renewals: Family<RenewalLabel, Counter>,
 }
 
-impl StatusLeaseMetrics {
-    /// Adds the family to `registry`.
-    pub fn register(&self, registry: &mut Registry) {
+impl super::Families for StatusLeaseMetrics {
+    fn register(&self, registry: &mut super::RegistryBuilder) {
         registry.register(
             "nodescope_status_lease_renewals",
             "Ticks of the webhook's status Lease renewal, by result; the updater evicts only while some replica renews",
             self.renewals.clone(),
         );
     }
+}
 
+impl StatusLeaseMetrics {
     /// Every result's series, at 0 until counted.
     pub fn start(&self) {
         for result in StatusLeaseRenewal::ALL {
@@ -79,21 +79,22 @@ impl StatusLeaseMetrics {
 
 #[cfg(test)]
 mod tests {
-    use super::super::Metrics;
+    use super::super::WebhookMetrics;
     use super::*;
 
     #[test]
     fn the_renewals_are_absent_until_the_renewal_starts_then_all_start_at_zero() {
-        let m = Metrics::new();
+        let m = WebhookMetrics::new("kube");
         assert!(
-            !m.render()
+            !m.registry()
+                .render()
                 .contains("nodescope_status_lease_renewals_total{"),
             "{}",
-            m.render()
+            m.registry().render()
         );
-        m.status_lease_started();
-        m.status_lease_renewal(StatusLeaseRenewal::Success);
-        let text = m.render();
+        m.status_lease.start();
+        m.status_lease.renewal(StatusLeaseRenewal::Success);
+        let text = m.registry().render();
         for (result, count) in [
             ("success", 1),
             ("conflict", 0),

@@ -15,7 +15,7 @@ use super::replay::Replay;
 use super::status::{needs_write, vpa_status, VpaStatus};
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::leader::{self, LeaseConfig};
-use crate::metrics::Metrics;
+use crate::metrics::RecommenderMetrics;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
@@ -175,7 +175,7 @@ async fn write_checkpoints(
     client: &Client,
     history: &Shared,
     now: Timestamp,
-    metrics: &Metrics,
+    metrics: &RecommenderMetrics,
 ) -> Result<(), ClusterError> {
     let written_at = now.to_string();
     let params = PatchParams::apply("nodescope-recommender").force();
@@ -260,7 +260,7 @@ async fn interval(
     pending: &mut Option<History>,
     pods: &mut PodWatches,
     nodes: &NodeWatch,
-    metrics: &Metrics,
+    metrics: &RecommenderMetrics,
 ) -> Result<bool, ClusterError> {
     let vpas = read_vpas(client, &config.replay.recommender_name).await?;
     let namespaces: BTreeSet<&str> = vpas.iter().map(|(v, _)| v.namespace.as_str()).collect();
@@ -346,11 +346,11 @@ async fn interval(
 pub async fn run(
     client: Client,
     mut config: LoopConfig,
-    metrics: Metrics,
+    metrics: RecommenderMetrics,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ClusterError> {
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
-    let _export = leadership.export(&metrics);
+    let _export = leadership.export(metrics.leader());
     let mut leading = leadership.leading();
     let nodes = NodeWatch::start(&client);
     let history: Shared = Arc::new(Mutex::new(History::default()));

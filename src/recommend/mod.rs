@@ -38,6 +38,7 @@ mod gomath;
 pub mod histogram;
 pub mod input;
 pub mod model;
+pub mod recording;
 pub mod replay;
 pub mod scheme;
 pub mod status;

@@ -91,6 +91,19 @@ impl Cluster {
 /// # Errors
 /// An unreadable file or item, or no PodMetrics at all.
 pub fn load_metrics(path: &Path) -> Result<Vec<(Timestamp, Vec<PodUsage>)>, ReplayError> {
+    let items = usage_under(path)?;
+    if items.is_empty() {
+        return Err(ReplayError::NoMetrics(path.display().to_string()));
+    }
+    Ok(intervals(items))
+}
+
+/// The usage of every PodMetrics under `path` (a file or a directory), in
+/// file order.
+///
+/// # Errors
+/// An unreadable file or item.
+pub fn usage_under(path: &Path) -> Result<Vec<PodUsage>, ReplayError> {
     let mut items = Vec::new();
     for doc in manifest::read_path(path, &[])? {
         let input = |error| ReplayError::Input {
@@ -113,10 +126,7 @@ pub fn load_metrics(path: &Path) -> Result<Vec<(Timestamp, Vec<PodUsage>)>, Repl
             _ => {}
         }
     }
-    if items.is_empty() {
-        return Err(ReplayError::NoMetrics(path.display().to_string()));
-    }
-    Ok(intervals(items))
+    Ok(items)
 }
 
 /// Groups usage by timestamp, in order; stable within a timestamp.
@@ -180,14 +190,16 @@ impl Replay {
         }
     }
 
-    /// Runs `intervals` over `history` and gives every VPA with the status
-    /// this recommender would write at the last interval.
+    /// Runs `intervals` (in timestamp order; taken one at a time, so they
+    /// may be read as they go, [`super::recording`]) over `history` and
+    /// gives every VPA with the status this recommender would write at the
+    /// last interval.
     #[must_use]
     pub fn run(
         &self,
         cluster: &Cluster,
         mut history: History,
-        intervals: &[(Timestamp, Vec<PodUsage>)],
+        intervals: impl IntoIterator<Item = (Timestamp, Vec<PodUsage>)>,
     ) -> Outcome {
         let scoped = cluster.scoped(&self.recommender_name);
         for pod in &cluster.pods {
@@ -195,12 +207,14 @@ impl Replay {
         }
         let mut ingested = Ingested::default();
         let mut now = Timestamp::UNIX_EPOCH;
+        let mut count = 0;
         for (at, usage) in intervals {
-            let i = history.observe(&self.model, &scoped, &cluster.nodes, usage, *at);
+            count += 1;
+            let i = history.observe(&self.model, &scoped, &cluster.nodes, &usage, at);
             ingested.samples += i.samples;
             ingested.dropped += i.dropped;
             ingested.ooms += i.ooms;
-            now = *at;
+            now = at;
         }
         let counts = history.pod_counts();
         let vpas = cluster
@@ -230,7 +244,7 @@ impl Replay {
             vpas,
             history,
             ingested,
-            intervals: intervals.len(),
+            intervals: count,
         }
     }
 

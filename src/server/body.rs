@@ -92,6 +92,18 @@ pub(super) async fn read(
     })
 }
 
+/// Reads and drops the body of a request refused before its body was
+/// looked at (no route, wrong method, wrong Content-Type), within the same
+/// bounds as an oversized one, so the refusal reaches a client that writes
+/// its whole body before reading: over HTTP/2 an unread body makes hyper
+/// reset the stream, and the client sees the reset instead of the answer.
+pub(super) async fn discard_unread(headers: &HeaderMap, body: Body) {
+    let too_long = declared_length(headers).is_some_and(|declared| declared > DISCARD_BYTES);
+    if !expects_continue(headers) && !too_long {
+        discard(body).await;
+    }
+}
+
 /// Reads and drops the rest of `body`, up to [`DISCARD_BYTES`] and
 /// [`DISCARD_TIME`]. Past either bound the answer goes out anyway and hyper
 /// closes the connection (HTTP/1.1) or resets the stream (HTTP/2).

@@ -1,8 +1,10 @@
 //! Accept loops: TCP_NODELAY on every connection, bounded TLS handshakes and
 //! header reads, long keep-alive, and a graceful drain on shutdown.
 
+use super::edge::Peer;
 use super::plain;
-use crate::metrics::{Handler, Metrics};
+use crate::metrics::{Handler, HandshakeFailure, WebhookMetrics};
+use crate::throttle::Throttle;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -15,6 +17,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+use tower::ServiceExt;
 
 /// Connection limits; the defaults suit kube-apiserver as a client.
 #[derive(Clone, Debug)]
@@ -67,34 +70,109 @@ fn builder(options: &ConnectionOptions) -> Builder<TokioExecutor> {
     builder
 }
 
+/// Why the handshake of `error` failed. rustls's own errors come wrapped
+/// in the I/O error; the rest are the connection's.
+fn classify(error: &std::io::Error) -> HandshakeFailure {
+    use rustls::AlertDescription as Alert;
+    if error.kind() == std::io::ErrorKind::UnexpectedEof {
+        return HandshakeFailure::Closed;
+    }
+    let Some(tls) = error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    else {
+        return match error.kind() {
+            std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::BrokenPipe => {
+                HandshakeFailure::Closed
+            }
+            _ => HandshakeFailure::Other,
+        };
+    };
+    match tls {
+        // decrypt_error: what rustls clients send when the certificate's
+        // signature does not verify against their CA of the same name, as
+        // after a CA was made anew (a caBundle left behind).
+        rustls::Error::AlertReceived(
+            Alert::BadCertificate
+            | Alert::DecryptError
+            | Alert::UnknownCA
+            | Alert::CertificateUnknown
+            | Alert::CertificateExpired
+            | Alert::CertificateRevoked
+            | Alert::UnsupportedCertificate
+            | Alert::AccessDenied,
+        ) => HandshakeFailure::CertificateRejected,
+        rustls::Error::AlertReceived(
+            Alert::ProtocolVersion | Alert::HandshakeFailure | Alert::NoApplicationProtocol,
+        )
+        | rustls::Error::PeerIncompatible(_) => HandshakeFailure::Incompatible,
+        rustls::Error::InvalidMessage(_)
+        | rustls::Error::PeerMisbehaved(_)
+        | rustls::Error::InappropriateHandshakeMessage { .. }
+        | rustls::Error::InappropriateMessage { .. }
+        | rustls::Error::DecryptError => HandshakeFailure::Protocol,
+        _ => HandshakeFailure::Other,
+    }
+}
+
+/// Counts a failed handshake and logs it at warn, through `throttle`.
+fn handshake_failed(
+    metrics: &WebhookMetrics,
+    throttle: &Throttle,
+    peer: SocketAddr,
+    reason: HandshakeFailure,
+    error: &dyn std::fmt::Display,
+) {
+    metrics.tls.handshake_error(reason);
+    if let Some(suppressed) = throttle.admit() {
+        tracing::warn!(
+            %peer,
+            reason = reason.as_str(),
+            %error,
+            suppressed,
+            "TLS handshake failed"
+        );
+    }
+}
+
 /// Serves `app` over TLS on `listener` until `shutdown` resolves, then stops
 /// accepting and waits up to the drain timeout for open requests. A client
-/// that speaks plain HTTP to it is told so, and counted in `metrics`.
+/// that speaks plain HTTP to it is told so. Failed handshakes are counted in
+/// `metrics` and logged at warn (throttled).
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     options: ConnectionOptions,
-    metrics: Metrics,
+    metrics: WebhookMetrics,
     shutdown: impl Future<Output = ()>,
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let handshake_timeout = options.handshake_timeout;
+    let throttle = Arc::new(Throttle::new());
     let handshake = move |stream: TcpStream, peer: SocketAddr| {
         let acceptor = acceptor.clone();
         let metrics = metrics.clone();
+        let throttle = throttle.clone();
         async move {
             let handshake = async {
                 if plain::is_plain_http(&stream).await {
-                    tracing::debug!(%peer, "plain HTTP on the TLS port; answering 400");
                     metrics.http_response(Handler::Other, 400);
+                    let error = "plain HTTP on the TLS port; answered 400";
+                    handshake_failed(
+                        &metrics,
+                        &throttle,
+                        peer,
+                        HandshakeFailure::PlainHttp,
+                        &error,
+                    );
                     plain::refuse(stream).await;
                     return None;
                 }
                 match acceptor.accept(stream).await {
                     Ok(tls) => Some(tls),
                     Err(error) => {
-                        tracing::debug!(%error, %peer, "TLS handshake failed");
+                        handshake_failed(&metrics, &throttle, peer, classify(&error), &error);
                         None
                     }
                 }
@@ -109,7 +187,8 @@ pub async fn serve_tls(
                 }
                 Ok(None) => None,
                 Err(_) => {
-                    tracing::debug!(%peer, "TLS handshake timed out");
+                    let error = format!("not finished within {handshake_timeout:?}");
+                    handshake_failed(&metrics, &throttle, peer, HandshakeFailure::Timeout, &error);
                     None
                 }
             }
@@ -175,6 +254,11 @@ async fn accept_loop<H, F, IO>(
                 Protocol::Http1 => http1,
                 Protocol::Http2 => http2,
             };
+            // The peer rides on each request, for the refusal log.
+            let app = app.map_request(move |mut request: axum::extract::Request<_>| {
+                request.extensions_mut().insert(Peer(peer));
+                request
+            });
             let service = TowerToHyperService::new(app);
             let connection = builder.serve_connection(TokioIo::new(io), service);
             if let Err(error) = watcher.watch(connection.into_owned()).await {

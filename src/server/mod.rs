@@ -4,21 +4,24 @@
 //! [`crate::admission::answer`]; this module never inspects an object.
 
 mod body;
+mod edge;
 mod listener;
 mod plain;
 
+pub use edge::Edge;
 pub use listener::{serve_plain, serve_tls, ConnectionOptions};
 
 use crate::admission::{self, Decider};
-use crate::metrics::{Handler, Metrics, Webhook};
+use crate::metrics::{HttpMetrics, Registry, Webhook, WebhookMetrics};
 use arc_swap::ArcSwap;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use edge::Reason;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -71,9 +74,11 @@ impl Readiness {
 #[derive(Clone)]
 pub struct AppState {
     pub decider: Arc<ArcSwap<Decider>>,
-    pub metrics: Metrics,
+    pub metrics: WebhookMetrics,
     pub readiness: Arc<Readiness>,
     pub max_body_bytes: usize,
+    /// Counts every response and logs the refusals, for both listeners.
+    pub edge: Edge,
 }
 
 /// The admission routes plus probes and metrics, served over TLS.
@@ -82,35 +87,68 @@ pub fn admission_router(state: AppState) -> Router {
         .route("/mutate", post(mutate))
         .route("/validate", post(validate))
         .merge(probe_router_routes());
-    finish(routes, state)
+    let edge = state.edge.clone();
+    finish(routes, state, edge, Served::Admission)
 }
 
 /// Probes and metrics only, for the optional plain-HTTP listener, so
 /// kubelet and Prometheus need no TLS and never touch the admission path.
 pub fn probe_router(state: AppState) -> Router {
-    finish(probe_router_routes(), state)
+    let edge = state.edge.clone();
+    finish(probe_router_routes(), state, edge, Served::Probes)
 }
 
-/// Fallbacks for what no route takes, and the count of every response.
-fn finish(routes: Router<AppState>, state: AppState) -> Router {
+/// `/metrics`, `/healthz` and `/readyz` of a controller (the recommender,
+/// the features controller), which is live and ready while it runs: a
+/// follower waiting for the Lease is as ready as the leader.
+pub fn controller_router(registry: Registry, http: HttpMetrics) -> Router {
+    let routes = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(healthz))
+        .route("/metrics", get(render));
+    finish(routes, registry, Edge::new(http), Served::Probes)
+}
+
+/// What a listener serves, as its 404 and 405 answers list it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Served {
+    Admission,
+    Probes,
+}
+
+impl Served {
+    fn routes(self) -> &'static str {
+        match self {
+            Self::Admission => {
+                "POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics"
+            }
+            Self::Probes => "GET /healthz, GET /readyz, GET /metrics",
+        }
+    }
+
+    fn methods(self) -> &'static str {
+        match self {
+            Self::Admission => "admission reviews are POSTed, probes and metrics use GET",
+            Self::Probes => "this port serves probes and metrics, with GET",
+        }
+    }
+}
+
+/// Fallbacks for what no route takes; every response counted, and every
+/// refusal logged: a webhook configured with the wrong path or a client
+/// over the body limit must show up in the metrics the error alert watches
+/// and in the log.
+fn finish<S: Clone + Send + Sync + 'static>(
+    routes: Router<S>,
+    state: S,
+    edge: Edge,
+    served: Served,
+) -> Router {
     routes
-        .method_not_allowed_fallback(method_not_allowed)
-        .fallback(not_found)
-        .layer(middleware::from_fn_with_state(
-            state.metrics.clone(),
-            count_response,
-        ))
+        .method_not_allowed_fallback(move |request: Request| method_not_allowed(request, served))
+        .fallback(move |request: Request| not_found(request, served))
+        .layer(middleware::from_fn_with_state(edge, edge::record))
         .with_state(state)
-}
-
-/// Counts the response to every request, refusals included: a webhook
-/// configured with the wrong path or a client over the body limit must show
-/// up in the metrics the error alert watches.
-async fn count_response(State(metrics): State<Metrics>, request: Request, next: Next) -> Response {
-    let handler = Handler::of(request.uri().path());
-    let response = next.run(request).await;
-    metrics.http_response(handler, response.status().as_u16());
-    response
 }
 
 fn probe_router_routes() -> Router<AppState> {
@@ -118,6 +156,13 @@ fn probe_router_routes() -> Router<AppState> {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+}
+
+/// A refusal: `text` with the reason its warn line gives.
+fn refusal(status: StatusCode, reason: &'static str, message: impl Into<String>) -> Response {
+    let mut response = text(status, message);
+    response.extensions_mut().insert(Reason(reason));
+    response
 }
 
 fn text(status: StatusCode, message: impl Into<String>) -> Response {
@@ -131,25 +176,42 @@ fn text(status: StatusCode, message: impl Into<String>) -> Response {
         .into_response()
 }
 
-async fn method_not_allowed(request: Request) -> Response {
-    text(
-        StatusCode::METHOD_NOT_ALLOWED,
-        format!(
-            "method {} is not allowed on {}: admission reviews are POSTed, probes and metrics use GET",
-            request.method(),
-            request.uri().path()
-        ),
-    )
+/// Answers `status` to a request whose body was not read, once the body
+/// is read and dropped (see [`body::discard_unread`]).
+async fn refuse(
+    request: Request,
+    status: StatusCode,
+    reason: &'static str,
+    message: String,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    body::discard_unread(&parts.headers, body).await;
+    refusal(status, reason, message)
 }
 
-async fn not_found(request: Request) -> Response {
-    text(
-        StatusCode::NOT_FOUND,
-        format!(
-            "no route for {}: nodescope serves POST /mutate, POST /validate, GET /healthz, GET /readyz, GET /metrics",
-            request.uri().path()
-        ),
+async fn method_not_allowed(request: Request, served: Served) -> Response {
+    let message = format!(
+        "method {} is not allowed on {}: {}",
+        request.method(),
+        request.uri().path(),
+        served.methods()
+    );
+    refuse(
+        request,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        message,
     )
+    .await
+}
+
+async fn not_found(request: Request, served: Served) -> Response {
+    let message = format!(
+        "no route for {}: this port serves {}",
+        request.uri().path(),
+        served.routes()
+    );
+    refuse(request, StatusCode::NOT_FOUND, "no_route", message).await
 }
 
 async fn healthz() -> Response {
@@ -169,13 +231,17 @@ async fn readyz(State(state): State<AppState>) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
+    render(State(state.metrics.registry().clone())).await
+}
+
+async fn render(State(registry): State<Registry>) -> Response {
     (
         StatusCode::OK,
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        state.metrics.render(),
+        registry.render(),
     )
         .into_response()
 }
@@ -203,10 +269,14 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("none");
-        return text(
+        let message = format!("Content-Type must be application/json, got {got}");
+        return refuse(
+            request,
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!("Content-Type must be application/json, got {got}"),
-        );
+            "unsupported_media_type",
+            message,
+        )
+        .await;
     }
     let limit = state.max_body_bytes;
     let (parts, body) = request.into_parts();
@@ -214,8 +284,9 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
         Ok(body) => body,
         Err(body::BodyError::TooLarge) => return too_large(limit),
         Err(body::BodyError::Read(error)) => {
-            return text(
+            return refusal(
                 StatusCode::BAD_REQUEST,
+                "body_unreadable",
                 format!("could not read request body: {error}"),
             )
         }
@@ -231,7 +302,7 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
         started.elapsed(),
     );
     let status = StatusCode::from_u16(answer.http_status).unwrap_or(StatusCode::OK);
-    Response::builder()
+    let mut response = Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, answer.content_type)
         .body(Body::from(answer.body))
@@ -240,12 +311,19 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "could not build response",
             )
-        })
+        });
+    if status.is_client_error() {
+        response
+            .extensions_mut()
+            .insert(Reason("not_an_admission_review"));
+    }
+    response
 }
 
 fn too_large(limit: usize) -> Response {
-    text(
+    refusal(
         StatusCode::PAYLOAD_TOO_LARGE,
+        "body_too_large",
         format!("request body exceeds the limit of {limit} bytes (--max-body-bytes)"),
     )
 }

@@ -6,7 +6,7 @@
 
 use super::{Entry, Interner, Snapshot};
 use crate::manifest::{self, ManifestError};
-use crate::metrics::Metrics;
+use crate::metrics::StoreMetrics;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -68,7 +68,7 @@ pub fn report_problems(snapshot: &Snapshot, source: &str) {
 pub async fn watch(
     path: PathBuf,
     interval: Duration,
-    metrics: Metrics,
+    metrics: StoreMetrics,
     publish: impl Fn(Arc<Snapshot>) + Send + 'static,
 ) {
     let source = path.clone();

@@ -8,7 +8,7 @@
 
 use super::nodes::{self, CoveredKeys, LabelKeys};
 use super::{Entry, Interner, Snapshot};
-use crate::metrics::Metrics;
+use crate::metrics::StoreMetrics;
 use futures::{stream, StreamExt};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
@@ -211,7 +211,7 @@ fn to_value(object: DynamicObject, kind: &WatchedKind) -> Value {
 pub async fn run(
     client: Client,
     kinds: Vec<WatchedKind>,
-    metrics: Metrics,
+    metrics: StoreMetrics,
     publish: impl Fn(Arc<Snapshot>) + Send + 'static,
     on_synced: impl FnOnce() + Send + 'static,
 ) {
@@ -269,7 +269,7 @@ pub type TaggedEvent = (
 pub async fn apply_events(
     mut events: impl futures::Stream<Item = TaggedEvent> + Unpin,
     mut state: WatchState,
-    metrics: Metrics,
+    metrics: StoreMetrics,
     publish: impl Fn(Arc<Snapshot>),
     on_synced: impl FnOnce(),
 ) {
@@ -304,7 +304,7 @@ fn handle(
     index: usize,
     kind: &WatchedKind,
     event: Result<Event<DynamicObject>, watcher::Error>,
-    metrics: &Metrics,
+    metrics: &StoreMetrics,
 ) -> bool {
     match event {
         Ok(event) => state.apply(index, event.map_object(kind)),
@@ -391,7 +391,10 @@ mod tests {
 
     /// Runs the recorded `events`; returns every published snapshot's cpu
     /// target and whether `on_synced` ran.
-    async fn replay(events: Vec<TaggedEvent>, metrics: &Metrics) -> (Vec<Option<String>>, bool) {
+    async fn replay(
+        events: Vec<TaggedEvent>,
+        metrics: &StoreMetrics,
+    ) -> (Vec<Option<String>>, bool) {
         let published = Mutex::new(Vec::new());
         let synced = std::cell::Cell::new(false);
         apply_events(
@@ -407,7 +410,7 @@ mod tests {
 
     #[tokio::test]
     async fn publishes_only_after_every_kind_finished_its_first_list() {
-        let metrics = Metrics::new();
+        let metrics = StoreMetrics::new("kube");
         let mut partial = initial_sync();
         partial.pop();
         let (published, synced) = replay(partial, &metrics).await;
@@ -420,7 +423,7 @@ mod tests {
 
     #[tokio::test]
     async fn watch_errors_keep_the_last_snapshot_and_new_data_is_served_after_recovery() {
-        let metrics = Metrics::new();
+        let metrics = StoreMetrics::new("kube");
         let mut events = initial_sync();
         // The watch breaks (410 Gone, then a failed reconnect) ...
         events.push(tagged(0, Err(watcher::Error::NoResourceVersion)));
@@ -439,14 +442,12 @@ mod tests {
         assert_eq!(published.last(), Some(&Some("175m".to_owned())));
         assert!(published.iter().all(Option::is_some), "{published:?}");
         assert!(synced);
-        assert!(metrics
-            .render()
-            .contains("nodescope_store_errors_total{store=\"kube\"} 2"));
+        assert_eq!(metrics.errors("kube"), 2);
     }
 
     #[test]
     fn a_relist_broken_midway_keeps_the_old_view_and_its_partial_objects_never_leak() {
-        let metrics = Metrics::new();
+        let metrics = StoreMetrics::new("kube");
         let mut ghost = vpa("999m");
         ghost.metadata.name = Some("ghost".to_owned());
         let mut events = initial_sync();
@@ -484,9 +485,7 @@ mod tests {
         let last = seen.len() - 1;
         assert!(seen[..last].iter().all(|cpu| cpu == "150m"), "{seen:?}");
         assert_eq!(seen[last], "170m");
-        assert!(metrics
-            .render()
-            .contains("nodescope_store_errors_total{store=\"kube\"} 1"));
+        assert_eq!(metrics.errors("kube"), 1);
     }
 
     #[test]

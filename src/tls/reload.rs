@@ -6,7 +6,7 @@
 //! the swap visible whatever the mechanism.
 
 use super::{load_pair, TlsError};
-use crate::metrics::{Metrics, ReloadResult};
+use crate::metrics::{ReloadResult, TlsMetrics};
 use arc_swap::ArcSwap;
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
@@ -54,7 +54,7 @@ pub async fn watch_pair(
     cert: PathBuf,
     key: PathBuf,
     interval: Duration,
-    metrics: Metrics,
+    metrics: TlsMetrics,
 ) {
     let mut seen = fingerprint(&cert, &key);
     let mut ticker = tokio::time::interval(interval);
@@ -68,14 +68,14 @@ pub async fn watch_pair(
         match reload_once(&resolver, &cert, &key) {
             Ok(()) => {
                 seen = now;
-                metrics.tls_reload(ReloadResult::Success);
+                metrics.reload(ReloadResult::Success);
                 tracing::info!(cert = %cert.display(), key = %key.display(), "reloaded TLS certificate");
             }
             Err(error) => {
                 // Remember the bad contents so one half-written pair is
                 // reported once, not every tick until it is fixed.
                 seen = now;
-                metrics.tls_reload(ReloadResult::Failure);
+                metrics.reload(ReloadResult::Failure);
                 tracing::warn!(%error, "TLS certificate reload failed; keeping the previous certificate");
             }
         }

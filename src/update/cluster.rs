@@ -83,7 +83,7 @@ pub async fn run(
         tokio::spawn(crate::store::kube::run(
             client.clone(),
             kinds,
-            crate::metrics::Metrics::new(),
+            crate::metrics::StoreMetrics::new("kube"),
             move |s| snapshot.store(s),
             move || synced.store(true, std::sync::atomic::Ordering::SeqCst),
         ));

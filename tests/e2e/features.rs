@@ -76,6 +76,10 @@ pub fn controller(instance: &str, lease: &str) -> Process {
     ]);
     command.args(["--instance", instance, "--lease-name", lease]);
     command.arg(format!("--lease-duration={LEASE_SECONDS}s"));
+    command.arg(format!(
+        "--metrics-listen=127.0.0.1:{}",
+        crate::support::free_port()
+    ));
     let log = std::env::temp_dir().join(format!(
         "nodescope-e2e-{instance}-{}.log",
         std::process::id()

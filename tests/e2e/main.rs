@@ -3,8 +3,10 @@
 //!
 //! `cargo test --test e2e` (also part of `cargo test`). The binaries come
 //! from `KUBEBUILDER_ASSETS` (`setup-envtest use 1.36 -p path`) or
-//! setup-envtest's default store; without them the suite says so in one line
-//! and passes, so a fresh clone's tests never depend on it.
+//! setup-envtest's default store. When the variable is unset and the store
+//! has none, the suite says so in one line and passes, so a fresh clone's
+//! tests never depend on it; when the variable is set (even empty) and does
+//! not hold etcd and kube-apiserver, the suite fails (support/assets.rs).
 //!
 //! One control plane serves the whole suite, and the steps run in order:
 //! `install` puts the CRDs in place that the later steps use. Each step
@@ -12,6 +14,7 @@
 //! "not run" line is never swallowed by output capture. Arguments that do
 //! not start with `-` filter steps by name.
 
+mod asset_rules;
 #[path = "../common/mod.rs"]
 mod common;
 mod election;
@@ -33,7 +36,7 @@ use futures::future::BoxFuture;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
-use support::{Assets, ControlPlane};
+use support::{Assets, ControlPlane, Found};
 
 type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
@@ -71,11 +74,26 @@ fn main() -> ExitCode {
         println!("e2e: no step matches {filters:?}; nothing started");
         return ExitCode::SUCCESS;
     }
+    if !asset_rules::is_child() {
+        match asset_rules::check() {
+            Ok(()) => println!("e2e: asset rules ok (unset: not run; set empty or wrong: FAILED)"),
+            Err(why) => {
+                println!("e2e: FAILED: asset rules: {why}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let assets = match Assets::find() {
-        Ok(assets) => assets,
-        Err(why) => {
+        Ok(Found::Assets(assets)) => assets,
+        Ok(Found::NotAsked(why)) => {
             println!("e2e: not run: no etcd/kube-apiserver ({why}); set KUBEBUILDER_ASSETS");
             return ExitCode::SUCCESS;
+        }
+        Err(why) => {
+            // Asked for and not there: a run that looks green but tested
+            // nothing would hide it.
+            println!("e2e: FAILED: {why}");
+            return ExitCode::FAILURE;
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()

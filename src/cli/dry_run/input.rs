@@ -92,6 +92,58 @@ pub const STDIN: &str = "<stdin>";
 /// # Errors
 /// Syntax errors, with the line and column.
 pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError> {
+    parse_numbered(source, text, 0, 0).map(|(documents, _)| documents)
+}
+
+/// Bytes of YAML that [`parse_in_pieces`] parses at a time (less in unit
+/// tests, so that a small file already comes in pieces).
+const PIECE_BYTES: usize = if cfg!(test) { 64 << 10 } else { 4 << 20 };
+
+/// Parses one file's text as [`parse`] does, but a large YAML file a piece
+/// at a time (split at document markers), handing each piece's documents
+/// to `each` before the next is parsed: the documents of a large file are
+/// never all in memory. Numbers and lines are those of the whole file, and
+/// so is a syntax error's message.
+///
+/// # Errors
+/// A syntax error, or what `each` returns.
+pub fn parse_in_pieces<E: From<InputError>>(
+    source: &str,
+    text: &str,
+    mut each: impl FnMut(Vec<SourceDocument>) -> Result<(), E>,
+) -> Result<(), E> {
+    let trimmed = text.trim_start();
+    if text.len() <= PIECE_BYTES || trimmed.starts_with('{') || trimmed.starts_with('[') {
+        return each(parse(source, text)?);
+    }
+    let (mut start, mut documents, mut lines) = (0, 0, 0);
+    while start < text.len() {
+        let end = next_marker(text, (start + PIECE_BYTES).min(text.len()))
+            .filter(|&end| end > start)
+            .unwrap_or(text.len());
+        let piece = &text[start..end];
+        let (parsed, count) = match parse_numbered(source, piece, documents, lines) {
+            Ok(parsed) => parsed,
+            // The whole file's parse places the error as the file has it.
+            Err(error) => return Err(parse(source, text).err().unwrap_or(error).into()),
+        };
+        each(parsed)?;
+        documents += count;
+        lines += piece.bytes().filter(|&b| b == b'\n').count() as u64;
+        start = end;
+    }
+    Ok(())
+}
+
+/// [`parse`] of a piece of a file whose documents before it numbered
+/// `first_document` and took `line_offset` lines; also returns how many
+/// (non-empty) documents the piece holds.
+fn parse_numbered(
+    source: &str,
+    text: &str,
+    first_document: usize,
+    line_offset: u64,
+) -> Result<(Vec<SourceDocument>, usize), InputError> {
     let trimmed = text.trim_start();
     let documents: Vec<(Option<u64>, Value)> =
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -109,16 +161,18 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError
             parse_yaml(source, text)?
         };
     let mut out = Vec::new();
+    let mut count = 0;
     for (number, (line, value)) in documents
         .into_iter()
         .filter(|(_, v)| !v.is_null())
         .enumerate()
     {
+        count += 1;
         let location = Location {
             source: source.to_owned(),
-            document: Some(number + 1),
+            document: Some(first_document + number + 1),
             item: None,
-            line,
+            line: line.map(|line| line + line_offset),
         };
         match value {
             Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
@@ -148,7 +202,7 @@ pub fn parse(source: &str, text: &str) -> Result<Vec<SourceDocument>, InputError
             value => out.push(SourceDocument { location, value }),
         }
     }
-    Ok(out)
+    Ok((out, count))
 }
 
 /// A parsed document and the line it starts on, when known.
@@ -393,5 +447,38 @@ mod tests {
             check_object(&docs[1]).unwrap_err().to_string(),
             "f.yaml: document 2 (line 5): no `kind`"
         );
+    }
+
+    #[test]
+    fn a_large_file_parsed_in_pieces_has_the_numbers_and_lines_of_a_whole_parse() {
+        let mut text = String::new();
+        for i in 0..5_000 {
+            text.push_str(&format!(
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c{i}}}\n"
+            ));
+            if i % 700 == 0 {
+                text.push_str("---\n# an empty document\n");
+            }
+        }
+        assert!(text.len() > 2 * PIECE_BYTES);
+        let whole: Vec<String> = parse("f.yaml", &text)
+            .unwrap()
+            .iter()
+            .map(|d| format!("{} {}", d.location, d.value["metadata"]["name"]))
+            .collect();
+        let mut pieces = Vec::new();
+        let mut calls = 0;
+        parse_in_pieces("f.yaml", &text, |documents: Vec<SourceDocument>| {
+            calls += 1;
+            pieces.extend(
+                documents
+                    .iter()
+                    .map(|d| format!("{} {}", d.location, d.value["metadata"]["name"])),
+            );
+            Ok::<(), InputError>(())
+        })
+        .unwrap();
+        assert!(calls > 2, "{calls}");
+        assert_eq!(pieces, whole);
     }
 }

@@ -14,25 +14,24 @@ pub mod kinds;
 pub mod output;
 mod requests;
 pub mod review;
+mod run;
 pub mod sources;
+pub mod spool;
+
+pub use run::{run_dry_run, use_colour};
 
 use crate::admission::{self, Decider};
-use crate::cli::DryRunArgs;
 use crate::metrics::Webhook;
 use crate::policy::{validate, AdmissionRequestInput, Decision, PolicyLoadError, PolicySet};
 use crate::store::Snapshot;
 use base64::Engine as _;
 use defaulting::PriorityClasses;
-use input::{check_object, is_review, str_at, InputError, Location, SourceDocument};
+use input::{check_object, str_at, InputError, Location, SourceDocument};
 use kinds::Kinds;
-use output::{ContainerResources, MutationReport, ObjectReport, Report, Row, Status};
+use output::{ContainerResources, MutationReport, ObjectReport, Row, Status};
 pub use requests::{requests, RequestOptions, Written};
-use review::User;
 use serde_json::Value;
-use sources::Inputs;
-use std::io::Write;
 use std::path::Path;
-use std::process::ExitCode;
 use std::sync::Arc;
 
 /// Why a dry run (or a test run) stopped without a verdict.
@@ -419,87 +418,6 @@ fn result_name(decision: Decision) -> &'static str {
     }
 }
 
-/// `nodescope dry-run`: prints the report and returns the exit code (0 all
-/// admitted, 1 any denied).
-///
-/// # Errors
-/// Input and policy errors (exit 2), internal errors (exit 3).
-pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
-    use std::io::IsTerminal;
-    let colour = use_colour(
-        std::io::stdout().is_terminal(),
-        std::env::var_os("NO_COLOR").as_deref(),
-    );
-    if args.operation != crate::cli::Operation::Update && !args.old.is_empty() {
-        return Err(InputError::Usage("--old is only used with --operation UPDATE".into()).into());
-    }
-    let policies_name = args
-        .policies
-        .as_ref()
-        .map(|p| format!("--policies {}", p.display()))
-        .unwrap_or_default();
-    let (policies, mut state) = load_policies(args.policies.as_deref(), &policies_name)?;
-    let mut inputs = Inputs::default();
-    let params = inputs.read("--params", &args.params)?;
-    let recommendations = inputs.read("--recommendations", &args.recommendations)?;
-    let mut documents = inputs.read("-f", &args.files)?;
-    documents.extend(inputs.kustomize(&args.kustomize)?);
-    let old = inputs.read("--old", &args.old)?;
-    let mut kinds = Kinds::default();
-    for document in params.iter().chain(&recommendations).chain(&documents) {
-        kinds
-            .learn(&document.value)
-            .map_err(|why| InputError::document(&document.location, why))?;
-    }
-    for document in params.iter().chain(&recommendations).chain(&old) {
-        check_state(&kinds, document)?;
-    }
-    let mut located = params;
-    located.extend(recommendations);
-    located.extend(
-        documents
-            .iter()
-            .filter(|d| !is_review(&d.value) && is_param_kind(&d.value))
-            .cloned(),
-    );
-    state.extend(located.iter().map(|d| d.value.clone()));
-    let engine = Engine::new(
-        Arc::new(policies),
-        state,
-        args.missing_node_recommendation.into(),
-        kinds,
-    )
-    .map_err(|e| locate(e, &located))?;
-    let old: Vec<Value> = old.into_iter().map(|d| d.value).collect();
-    let user = User {
-        username: args.as_user.clone().unwrap_or_default(),
-        groups: args.as_groups.clone(),
-    };
-    let options = RequestOptions {
-        operation: args.operation.as_str(),
-        sub_resource: None,
-        user: &user,
-        nodes: &args.nodes,
-        keep_written: false,
-    };
-    let requests = requests(&engine, documents, &old, &options, 0)?;
-    let objects = engine.evaluate_all(requests)?;
-    let report = Report::new(objects);
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    output::write(&mut out, &report, args.output, colour)
-        .and_then(|()| {
-            out.flush()
-                .map_err(|e| format!("cannot write the report: {}", sources::reason(&e)))
-        })
-        .map_err(RunError::Internal)?;
-    Ok(if report.summary.denied > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
 /// Checks an object of `--params`, `--recommendations` or `--old`: it must
 /// be a Kubernetes object of a known kind, or a misspelt Feature would
 /// silently turn a policy off.
@@ -515,24 +433,4 @@ pub fn check_state(kinds: &Kinds, document: &SourceDocument) -> Result<(), Input
         )
         .map(|_| ())
         .map_err(|why| InputError::document(&document.location, why))
-}
-
-/// Colour only on a terminal, and never when `NO_COLOR` is set (to
-/// anything, even empty).
-#[must_use]
-pub fn use_colour(terminal: bool, no_color: Option<&std::ffi::OsStr>) -> bool {
-    terminal && no_color.is_none()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn colour_is_only_for_terminals_without_no_color() {
-        assert!(use_colour(true, None));
-        assert!(!use_colour(false, None));
-        assert!(!use_colour(true, Some(std::ffi::OsStr::new(""))));
-        assert!(!use_colour(true, Some(std::ffi::OsStr::new("1"))));
-    }
 }

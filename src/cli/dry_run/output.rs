@@ -132,26 +132,31 @@ impl ObjectReport {
     }
 }
 
+impl Summary {
+    /// Counts `object` in.
+    pub fn count(&mut self, object: &ObjectReport) {
+        self.objects += 1;
+        if object.allowed {
+            self.allowed += 1;
+        } else {
+            self.denied += 1;
+        }
+        if !object.warnings.is_empty() {
+            self.warnings += 1;
+        }
+        if object.errored() {
+            self.errors += 1;
+        }
+    }
+}
+
 impl Report {
     /// A report over `objects`, with its summary.
     #[must_use]
     pub fn new(objects: Vec<ObjectReport>) -> Self {
-        let mut summary = Summary {
-            objects: objects.len(),
-            ..Summary::default()
-        };
+        let mut summary = Summary::default();
         for object in &objects {
-            if object.allowed {
-                summary.allowed += 1;
-            } else {
-                summary.denied += 1;
-            }
-            if !object.warnings.is_empty() {
-                summary.warnings += 1;
-            }
-            if object.errored() {
-                summary.errors += 1;
-            }
+            summary.count(object);
         }
         Self {
             api_version: "nodescope.dev/v1alpha1",
@@ -187,65 +192,94 @@ pub fn write(
     }
 }
 
-const HEADERS: [&str; 6] = ["OBJECT", "SOURCE", "POLICY", "BINDING", "RESULT", "MESSAGE"];
+pub(super) const HEADERS: [&str; 6] =
+    ["OBJECT", "SOURCE", "POLICY", "BINDING", "RESULT", "MESSAGE"];
 /// The column whose cell is coloured by its value.
 const RESULT: usize = 4;
 /// The last column, which is not padded.
 const MESSAGE: usize = 5;
 
-fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result<()> {
-    let rows: Vec<Vec<[String; 6]>> = report.objects.iter().map(object_rows).collect();
-    let mut widths = HEADERS.map(str::len);
-    for row in rows.iter().flatten() {
+/// Column widths that fit the headers and `rows`.
+pub(super) fn widen(widths: &mut [usize; 6], rows: &[[String; 6]]) {
+    for row in rows {
         for (width, cell) in widths.iter_mut().zip(row.iter()).take(MESSAGE) {
             *width = (*width).max(cell.chars().count());
         }
     }
-    let paint = |text: &str, code: &str| {
-        if colour && !code.is_empty() {
-            format!("\x1b[{code}m{text}\x1b[0m")
+}
+
+fn paint(colour: bool, text: &str, code: &str) -> String {
+    if colour && !code.is_empty() {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// One table line: the cells padded to `widths`, the result coloured.
+pub(super) fn table_line(cells: &[String; 6], widths: &[usize; 6], colour: bool) -> String {
+    let mut text = String::new();
+    for (i, cell) in cells.iter().enumerate().take(MESSAGE) {
+        let padded = format!("{cell:<width$}  ", width = widths[i]);
+        if i == RESULT {
+            text.push_str(&paint(colour, &padded, result_colour(&cells[RESULT])));
         } else {
-            text.to_owned()
-        }
-    };
-    let line = |cells: &[String; 6], result_code: &str| {
-        let mut text = String::new();
-        for (i, cell) in cells.iter().enumerate().take(MESSAGE) {
-            let padded = format!("{cell:<width$}  ", width = widths[i]);
-            if i == RESULT {
-                text.push_str(&paint(&padded, result_code));
-            } else {
-                text.push_str(&padded);
-            }
-        }
-        text.push_str(&cells[MESSAGE]);
-        text.trim_end().to_owned()
-    };
-    writeln!(out, "{}", line(&HEADERS.map(str::to_owned), ""))?;
-    for (object, rows) in report.objects.iter().zip(&rows) {
-        for row in rows {
-            writeln!(out, "{}", line(row, result_colour(&row[RESULT])))?;
-        }
-        if let Some(status) = &object.status {
-            let text = format!(
-                "  denied ({} {}): {}",
-                status.code, status.reason, status.message
-            );
-            writeln!(out, "{}", paint(&text, "31"))?;
-        }
-        for warning in &object.warnings {
-            writeln!(out, "{}", paint(&format!("  warning: {warning}"), "33"))?;
-        }
-        if let Some(mutation) = &object.mutation {
-            mutation_lines(out, mutation)?;
+            text.push_str(&padded);
         }
     }
-    let s = &report.summary;
-    writeln!(
-        out,
+    text.push_str(&cells[MESSAGE]);
+    text.trim_end().to_owned()
+}
+
+/// The lines under an object's rows: its denial, warnings and mutation.
+pub(super) fn object_notes(
+    out: &mut impl Write,
+    object: &ObjectReport,
+    colour: bool,
+) -> std::io::Result<()> {
+    if let Some(status) = &object.status {
+        let text = format!(
+            "  denied ({} {}): {}",
+            status.code, status.reason, status.message
+        );
+        writeln!(out, "{}", paint(colour, &text, "31"))?;
+    }
+    for warning in &object.warnings {
+        writeln!(
+            out,
+            "{}",
+            paint(colour, &format!("  warning: {warning}"), "33")
+        )?;
+    }
+    if let Some(mutation) = &object.mutation {
+        mutation_lines(out, mutation)?;
+    }
+    Ok(())
+}
+
+/// The table's last line.
+pub(super) fn summary_line(s: &Summary) -> String {
+    format!(
         "{} objects: {} allowed, {} denied, {} warnings, {} errors",
         s.objects, s.allowed, s.denied, s.warnings, s.errors
     )
+}
+
+fn table(out: &mut impl Write, report: &Report, colour: bool) -> std::io::Result<()> {
+    let rows: Vec<Vec<[String; 6]>> = report.objects.iter().map(object_rows).collect();
+    let mut widths = HEADERS.map(str::len);
+    for rows in &rows {
+        widen(&mut widths, rows);
+    }
+    let headers = HEADERS.map(str::to_owned);
+    writeln!(out, "{}", table_line(&headers, &widths, false))?;
+    for (object, rows) in report.objects.iter().zip(&rows) {
+        for row in rows {
+            writeln!(out, "{}", table_line(row, &widths, colour))?;
+        }
+        object_notes(out, object, colour)?;
+    }
+    writeln!(out, "{}", summary_line(&report.summary))
 }
 
 /// The SOURCE cell: where the object was read, so that two objects of the
@@ -257,7 +291,7 @@ fn source_cell(object: &ObjectReport) -> String {
         .map_or_else(|| "-".to_owned(), Location::short)
 }
 
-fn object_rows(object: &ObjectReport) -> Vec<[String; 6]> {
+pub(super) fn object_rows(object: &ObjectReport) -> Vec<[String; 6]> {
     let source = source_cell(object);
     if object.results.is_empty() {
         return vec![[

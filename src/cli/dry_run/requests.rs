@@ -37,7 +37,9 @@ pub struct Written {
 /// are; manifests are defaulted and wrapped in a review, DaemonSets are
 /// followed by their per-node pods. `old` are the previous versions for
 /// UPDATE, as written, matched by kind, namespace and name; each is
-/// defaulted as the apiserver did when it was created.
+/// defaulted as the apiserver did when it was created. Uids go on from
+/// `uid`, which is left at the last one given, so that documents can be
+/// turned into requests in batches.
 ///
 /// # Errors
 /// A document that is not an object, an object of a kind no apiserver
@@ -47,12 +49,11 @@ pub fn requests(
     documents: Vec<SourceDocument>,
     old: &[Value],
     options: &RequestOptions<'_>,
-    first_uid: usize,
+    uid: &mut usize,
 ) -> Result<Vec<Request>, RunError> {
     let mut out = Vec::with_capacity(documents.len());
-    let mut uid = first_uid;
     let mut next_uid = || {
-        uid += 1;
+        *uid += 1;
         format!("nodescope-dry-run-{uid}")
     };
     for document in documents {

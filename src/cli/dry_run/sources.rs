@@ -3,7 +3,7 @@
 //! job whose glob or directory is empty must fail, not pass having checked
 //! nothing.
 
-use super::input::{parse, InputError, SourceDocument, STDIN};
+use super::input::{parse, parse_in_pieces, InputError, SourceDocument, STDIN};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -23,10 +23,52 @@ enum Found {
 /// read would find it empty).
 #[derive(Debug, Default)]
 pub struct Inputs {
-    stdin_read: bool,
+    /// The flag that read standard input, and what it read.
+    stdin: Option<(String, String)>,
+    /// Whether that flag may read it once more ([`Inputs::rewind`]).
+    rewound: bool,
+    exclude: Option<globset::GlobSet>,
 }
 
 impl Inputs {
+    /// Inputs that leave out what `patterns` match among the files and
+    /// directories found under a directory (`--exclude`). A pattern
+    /// matches the path as found, without a leading `./`, or the file or
+    /// directory name alone; `*` stays within one path segment and `**`
+    /// spans several. A path named on the command line is always read.
+    ///
+    /// # Errors
+    /// A pattern that is not a glob.
+    pub fn excluding(patterns: &[String]) -> Result<Self, InputError> {
+        if patterns.is_empty() {
+            return Ok(Self::default());
+        }
+        let mut set = globset::GlobSetBuilder::new();
+        for pattern in patterns {
+            let glob = globset::GlobBuilder::new(pattern.trim_start_matches("./"))
+                .literal_separator(true)
+                .build()
+                .map_err(|e| InputError::Usage(format!("--exclude {pattern}: {}", e.kind())))?;
+            set.add(glob);
+        }
+        let set = set
+            .build()
+            .map_err(|e| InputError::Usage(format!("--exclude: {e}")))?;
+        Ok(Self {
+            exclude: Some(set),
+            ..Self::default()
+        })
+    }
+
+    /// Whether `--exclude` leaves `path` out.
+    fn excluded(&self, path: &Path) -> bool {
+        let Some(set) = &self.exclude else {
+            return false;
+        };
+        let relative = path.strip_prefix(".").unwrap_or(path);
+        set.is_match(relative) || path.file_name().is_some_and(|name| set.is_match(name))
+    }
+
     /// Every document under `paths`, given with `flag` (`-f`, `--params`):
     /// `-` is stdin; a directory is read recursively, a kustomization in it
     /// rendered.
@@ -52,30 +94,84 @@ impl Inputs {
     /// # Errors
     /// As [`Inputs::read`].
     pub fn read_one(&mut self, name: &str, path: &Path) -> Result<Vec<SourceDocument>, InputError> {
+        let mut documents = Vec::new();
+        self.each_one(name, path, &mut |found: Vec<SourceDocument>| {
+            documents.extend(found);
+            Ok::<(), InputError>(())
+        })?;
+        Ok(documents)
+    }
+
+    /// What [`Inputs::read`] gives, handed to `each` a file (or a piece of a
+    /// large file) at a time, so that the documents are never all in
+    /// memory. Standard input is kept, so that after [`Inputs::rewind`] the
+    /// same flag can go through it again.
+    ///
+    /// # Errors
+    /// As [`Inputs::read`], and what `each` returns.
+    pub fn each<E: From<InputError>>(
+        &mut self,
+        flag: &str,
+        paths: &[impl AsRef<Path>],
+        each: &mut impl FnMut(Vec<SourceDocument>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for path in paths {
+            let path = path.as_ref();
+            self.each_one(&format!("{flag} {}", path.display()), path, each)?;
+        }
+        Ok(())
+    }
+
+    /// Lets the flag that read standard input read it once more (what it
+    /// read is kept), for a second pass over the same flags.
+    pub fn rewind(&mut self) {
+        self.rewound = true;
+    }
+
+    /// Standard input's text, read the first time `name` asks for it.
+    fn stdin(&mut self, name: &str) -> Result<&str, InputError> {
         let usage = |message: &str| InputError::Usage(format!("{name}: {message}"));
+        match &self.stdin {
+            Some((reader, _)) if self.rewound && reader == name => self.rewound = false,
+            Some(_) => return Err(usage("standard input can be read only once")),
+            None => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| usage(&format!("cannot read standard input: {}", reason(&e))))?;
+                self.stdin = Some((name.to_owned(), text));
+            }
+        }
+        Ok(self.stdin.as_ref().map_or("", |(_, text)| text.as_str()))
+    }
+
+    fn each_one<E: From<InputError>>(
+        &mut self,
+        name: &str,
+        path: &Path,
+        each: &mut impl FnMut(Vec<SourceDocument>) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let usage = |message: &str| InputError::Usage(format!("{name}: {message}"));
+        let mut count = 0;
         if path == Path::new("-") {
-            if self.stdin_read {
-                return Err(usage("standard input can be read only once"));
+            let text = self.stdin(name)?;
+            parse_in_pieces(STDIN, text, |found: Vec<SourceDocument>| {
+                count += found.len();
+                each(found)
+            })?;
+            if count == 0 {
+                return Err(usage("standard input holds no objects").into());
             }
-            self.stdin_read = true;
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| usage(&format!("cannot read standard input: {}", reason(&e))))?;
-            let documents = parse(STDIN, &text)?;
-            if documents.is_empty() {
-                return Err(usage("standard input holds no objects"));
-            }
-            return Ok(documents);
+            return Ok(());
         }
         let meta = std::fs::metadata(path).map_err(|e| usage(&reason(&e)))?;
         let mut found = Vec::new();
         if meta.is_dir() {
-            walk(path, &mut found)?;
+            walk(path, &|p| self.excluded(p), &mut found)?;
             if found.is_empty() {
-                return Err(usage(
-                    "holds no .yaml, .yml or .json file and no kustomization",
-                ));
+                return Err(
+                    usage("holds no .yaml, .yml or .json file and no kustomization").into(),
+                );
             }
         } else {
             match path.file_name().and_then(|n| n.to_str()) {
@@ -89,17 +185,27 @@ impl Inputs {
                 _ => found.push(Found::File(path.to_owned())),
             }
         }
-        let mut documents = Vec::new();
+        let mut counted = |documents: Vec<SourceDocument>| {
+            count += documents.len();
+            each(documents)
+        };
         for item in found {
-            documents.extend(match item {
-                Found::File(file) => read_file(&file)?,
-                Found::Kustomization(dir, file) => render(&dir, &file)?,
-            });
+            match item {
+                Found::File(file) => {
+                    let name = file.display().to_string();
+                    let text = std::fs::read_to_string(&file).map_err(|e| InputError::File {
+                        path: name.clone(),
+                        message: reason(&e),
+                    })?;
+                    parse_in_pieces(&name, &text, &mut counted)?;
+                }
+                Found::Kustomization(dir, file) => counted(render(&dir, &file)?)?,
+            }
         }
-        if documents.is_empty() {
-            return Err(usage("holds no objects"));
+        if count == 0 {
+            return Err(usage("holds no objects").into());
         }
-        Ok(documents)
+        Ok(())
     }
 
     /// What each `-k` directory renders to.
@@ -146,7 +252,11 @@ fn kustomization_file(dir: &Path) -> Option<PathBuf> {
 /// them); a directory with a kustomization is rendered whole, as
 /// `kubectl apply -k` would, not read file by file (its kustomization file
 /// is not a Kubernetes object, and its resources may be patched).
-fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
+fn walk(
+    dir: &Path,
+    excluded: &dyn Fn(&Path) -> bool,
+    found: &mut Vec<Found>,
+) -> Result<(), InputError> {
     if let Some(file) = kustomization_file(dir) {
         found.push(Found::Kustomization(dir.to_owned(), file));
         return Ok(());
@@ -158,11 +268,11 @@ fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
     let entries = crate::manifest::sorted_entries(dir).map_err(unreadable)?;
     for entry in entries {
         let name = entry.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if name.starts_with('.') {
+        if name.starts_with('.') || excluded(&entry) {
             continue;
         }
         if entry.is_dir() {
-            walk(&entry, found)?;
+            walk(&entry, excluded, found)?;
         } else if entry
             .extension()
             .and_then(|e| e.to_str())
@@ -172,15 +282,6 @@ fn walk(dir: &Path, found: &mut Vec<Found>) -> Result<(), InputError> {
         }
     }
     Ok(())
-}
-
-fn read_file(file: &Path) -> Result<Vec<SourceDocument>, InputError> {
-    let name = file.display().to_string();
-    let text = std::fs::read_to_string(file).map_err(|e| InputError::File {
-        path: name.clone(),
-        message: reason(&e),
-    })?;
-    parse(&name, &text)
 }
 
 /// Renders a kustomization with `kubectl kustomize`.

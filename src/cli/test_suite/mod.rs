@@ -393,7 +393,7 @@ fn case_requests(
         nodes: &case.nodes,
         keep_written,
     };
-    dry_run::requests(engine, subjects.new, &old, &options, 0)
+    dry_run::requests(engine, subjects.new, &old, &options, &mut 0)
 }
 
 /// A regex error on one line: its last line (`error: unclosed group`)

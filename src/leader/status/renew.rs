@@ -4,7 +4,7 @@
 //! renews it, which is exactly what the updater must see.
 
 use super::StatusLease;
-use crate::metrics::{Metrics, StatusLeaseRenewal};
+use crate::metrics::{StatusLeaseMetrics, StatusLeaseRenewal};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use kube::Client;
@@ -25,10 +25,10 @@ pub async fn run(
     status: StatusLease,
     interval: Duration,
     ready: impl Fn() -> bool + Send,
-    metrics: Metrics,
+    metrics: StatusLeaseMetrics,
     stop: impl Future<Output = ()> + Send,
 ) {
-    metrics.status_lease_started();
+    metrics.start();
     let api: Api<Lease> = Api::namespaced(client, &status.namespace);
     let lease = status.lease();
     tracing::info!(%lease, identity = %status.identity, ?interval, "renewing the webhook status Lease while ready");
@@ -59,7 +59,7 @@ pub async fn run(
             }
             StatusLeaseRenewal::NotReady
         };
-        metrics.status_lease_renewal(result);
+        metrics.renewal(result);
         last = Some(result);
     }
 }

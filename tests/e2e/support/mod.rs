@@ -5,6 +5,7 @@
 //! the test binary itself dies: they get SIGKILL with their parent).
 
 pub mod admission;
+mod assets;
 pub mod cluster;
 pub mod enforcement;
 pub mod nodescope;
@@ -12,6 +13,7 @@ mod pki;
 pub mod rounds;
 pub mod state;
 
+pub use assets::{Assets, Found};
 use base64::Engine as _;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
@@ -20,81 +22,6 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
-
-/// Where the binaries are: `KUBEBUILDER_ASSETS`, as envtest reads it, else
-/// setup-envtest's default store.
-pub struct Assets {
-    pub dir: PathBuf,
-    pub etcd: PathBuf,
-    pub kube_apiserver: PathBuf,
-    /// `kubectl` from the assets, else the one on PATH.
-    pub kubectl: Option<PathBuf>,
-}
-
-impl Assets {
-    pub fn find() -> Result<Assets, String> {
-        if let Some(dir) = std::env::var_os("KUBEBUILDER_ASSETS").filter(|d| !d.is_empty()) {
-            return Assets::in_dir(PathBuf::from(dir));
-        }
-        let store = std::env::var_os("HOME")
-            .map(|home| PathBuf::from(home).join(".local/share/kubebuilder-envtest/k8s"))
-            .ok_or("KUBEBUILDER_ASSETS is unset and HOME is unset")?;
-        let mut versions: Vec<PathBuf> = std::fs::read_dir(&store)
-            .map_err(|_| {
-                format!(
-                    "KUBEBUILDER_ASSETS is unset and {} is empty",
-                    store.display()
-                )
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.to_string_lossy().ends_with("-linux-amd64"))
-            .collect();
-        // Newest version last: compare the numeric parts, not the text.
-        versions.sort_by_key(|p| {
-            p.file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-                .trim_end_matches("-linux-amd64")
-                .split('.')
-                .map(|part| part.parse::<u32>().unwrap_or(0))
-                .collect::<Vec<_>>()
-        });
-        let dir = versions.pop().ok_or_else(|| {
-            format!(
-                "KUBEBUILDER_ASSETS is unset and {} holds no version",
-                store.display()
-            )
-        })?;
-        Assets::in_dir(dir)
-    }
-
-    fn in_dir(dir: PathBuf) -> Result<Assets, String> {
-        let etcd = dir.join("etcd");
-        let kube_apiserver = dir.join("kube-apiserver");
-        for binary in [&etcd, &kube_apiserver] {
-            if !binary.is_file() {
-                return Err(format!("{} is missing", binary.display()));
-            }
-        }
-        let kubectl = Some(dir.join("kubectl"))
-            .filter(|k| k.is_file())
-            .or_else(|| which("kubectl"));
-        Ok(Assets {
-            dir,
-            etcd,
-            kube_apiserver,
-            kubectl,
-        })
-    }
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join(name))
-            .find(|p| p.is_file())
-    })
-}
 
 /// A port that was free a moment ago on 127.0.0.1.
 pub fn free_port() -> u16 {

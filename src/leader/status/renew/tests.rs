@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::leader::status::{lease_is_fresh, renew_time, DEFAULT_LEASE_NAME};
+use crate::metrics::WebhookMetrics;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use std::convert::Infallible;
@@ -183,15 +184,16 @@ async fn an_apiserver_error_is_returned_not_hidden() {
 }
 
 /// The count of `result`; `None` while the series is absent.
-fn series(metrics: &Metrics, result: &str) -> Option<u64> {
+fn series(metrics: &WebhookMetrics, result: &str) -> Option<u64> {
     let prefix = format!("nodescope_status_lease_renewals_total{{result=\"{result}\"}} ");
     metrics
+        .registry()
         .render()
         .lines()
         .find_map(|l| l.strip_prefix(&prefix).and_then(|n| n.parse().ok()))
 }
 
-fn counted(metrics: &Metrics, result: &str) -> u64 {
+fn counted(metrics: &WebhookMetrics, result: &str) -> u64 {
     series(metrics, result).unwrap_or(0)
 }
 
@@ -199,8 +201,8 @@ fn counted(metrics: &Metrics, result: &str) -> u64 {
 async fn run_until(
     server: &Arc<Apiserver>,
     ready: Arc<AtomicBool>,
-    metrics: &Metrics,
-    until: impl Fn(&Metrics) -> bool,
+    metrics: &WebhookMetrics,
+    until: impl Fn(&WebhookMetrics) -> bool,
 ) -> bool {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(run(
@@ -208,7 +210,7 @@ async fn run_until(
         status("nodescope-a"),
         Duration::from_millis(10),
         move || ready.load(Ordering::SeqCst),
-        metrics.clone(),
+        metrics.status_lease.clone(),
         async move {
             let _ = stopped.await;
         },
@@ -228,7 +230,7 @@ async fn run_until(
 #[tokio::test]
 async fn every_result_is_counted_from_zero_and_nothing_is_written_while_not_ready() {
     let server = Arc::new(Apiserver::default());
-    let metrics = Metrics::new();
+    let metrics = WebhookMetrics::new("kube");
     let ready = Arc::new(AtomicBool::new(false));
     assert!(
         run_until(&server, ready.clone(), &metrics, |m| counted(
@@ -237,9 +239,14 @@ async fn every_result_is_counted_from_zero_and_nothing_is_written_while_not_read
         ) >= 3)
         .await,
         "{}",
-        metrics.render()
+        metrics.registry().render()
     );
-    assert_eq!(series(&metrics, "success"), Some(0), "{}", metrics.render());
+    assert_eq!(
+        series(&metrics, "success"),
+        Some(0),
+        "{}",
+        metrics.registry().render()
+    );
     assert_eq!(series(&metrics, "failure"), Some(0));
     assert_eq!(series(&metrics, "conflict"), Some(0));
     assert!(server.calls().is_empty(), "{:?}", server.calls());
@@ -254,7 +261,7 @@ async fn every_result_is_counted_from_zero_and_nothing_is_written_while_not_read
 async fn failures_are_counted_and_the_loop_goes_on_until_the_apiserver_answers_again() {
     let server = Arc::new(Apiserver::default());
     server.failing.store(true, Ordering::SeqCst);
-    let metrics = Metrics::new();
+    let metrics = WebhookMetrics::new("kube");
     let ready = Arc::new(AtomicBool::new(true));
     let flip = server.clone();
     assert!(
@@ -266,7 +273,7 @@ async fn failures_are_counted_and_the_loop_goes_on_until_the_apiserver_answers_a
         })
         .await,
         "{}",
-        metrics.render()
+        metrics.registry().render()
     );
     assert!(counted(&metrics, "failure") >= 3);
     assert_eq!(holder(server.stored()).as_deref(), Some("nodescope-a"));
