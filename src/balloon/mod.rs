@@ -5,15 +5,20 @@
 //! whether an upsize may proceed (it never evicts or preempts: an upsize
 //! that the node's other pods do not fit under is refused). [`node`] reads
 //! Nodes as the decision needs them. The resize itself is
-//! [`crate::pods::resize`], shared with the updater; nothing here does I/O.
+//! [`crate::pods::resize`], shared with the updater. Only [`cluster`] (the
+//! controller's watches and writes) does I/O.
 
+pub mod cluster;
+pub mod metrics;
 pub mod node;
 pub mod sizing;
 #[cfg(test)]
 mod sizing_tests;
 
+use crate::pods::RunningPod;
 use crate::quantity::{Format, Quantity};
 use serde::Serialize;
+use serde_json::Value;
 
 pub use self::node::{BalloonNode, DesiredSize, Fraction, NodeError};
 pub use self::sizing::{plan_nodes, BalloonConfig, BalloonResize, NodePlan, State};
@@ -135,5 +140,33 @@ impl CpuMemory {
     #[must_use]
     pub fn words(&self) -> String {
         format!("cpu {}, memory {}", self.cpu, self.memory)
+    }
+}
+
+/// Plans every node from Node and Pod objects (other kinds are ignored).
+///
+/// # Errors
+/// Every Node or Pod that cannot be read, each naming itself.
+pub fn plan_objects(objects: &[Value], config: &BalloonConfig) -> Result<Vec<NodePlan>, String> {
+    let mut nodes = Vec::new();
+    let mut pods = Vec::new();
+    let mut problems = Vec::new();
+    for object in objects {
+        match object.get("kind").and_then(Value::as_str) {
+            Some("Node") => match node::BalloonNode::from_value(object) {
+                Ok(n) => nodes.push(n),
+                Err(e) => problems.push(e.to_string()),
+            },
+            Some("Pod") => match RunningPod::from_value(object) {
+                Ok(p) => pods.push(p),
+                Err(e) => problems.push(e.to_string()),
+            },
+            _ => {}
+        }
+    }
+    if problems.is_empty() {
+        Ok(plan_nodes(&nodes, &pods, config))
+    } else {
+        Err(problems.join("\n"))
     }
 }

@@ -350,11 +350,12 @@ fn decide(
     let overrun: Vec<&str> = overrun(others, &new_usable, &growing);
     if !overrun.is_empty() {
         let reason = format!(
-            "upsizing the balloon to {} leaves {} usable, but the node's other pods request {}: {} do not fit",
+            "upsizing the balloon to {} leaves {} usable, but the node's other pods request {}: {} {}",
             new_balloon.words(),
             new_usable.words(),
             plan.requested.words(),
-            overrun.join(", ")
+            overrun.join(", "),
+            if overrun.len() == 1 { "does not fit" } else { "do not fit" }
         );
         return Some(plan.with(State::Refused, reason));
     }
