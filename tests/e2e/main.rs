@@ -12,6 +12,7 @@
 //! "not run" line is never swallowed by output capture. Arguments that do
 //! not start with `-` filter steps by name.
 
+mod balloon;
 #[path = "../common/mod.rs"]
 mod common;
 mod election;
@@ -45,6 +46,7 @@ const STEPS: &[(&str, Step)] = &[
     ("update-guard", |p| update::guard(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
+    ("balloon", |p| balloon::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {
