@@ -56,11 +56,17 @@ pub struct StatusArgs {
 
 /// `nodescope balloon set`.
 #[derive(Debug, Args, Clone)]
+#[command(group(
+    clap::ArgGroup::new("size")
+        .required(true)
+        .multiple(true)
+        .args(["usable_cpu", "usable_memory", "usable_fraction"])
+))]
 pub struct SetArgs {
     /// The Node.
     pub node: String,
     /// The cpu that workloads may use (a quantity: `6`, `5500m`).
-    #[arg(long, value_parser = Quantity::parse, required_unless_present = "usable_fraction")]
+    #[arg(long, value_parser = Quantity::parse)]
     pub usable_cpu: Option<Quantity>,
     /// The memory that workloads may use (a quantity: `24Gi`).
     #[arg(long, value_parser = Quantity::parse)]
@@ -317,5 +323,47 @@ pub async fn run_cluster(args: &BalloonArgs) -> Result<ExitCode, String> {
         BalloonCommand::Status(status) => run_status_cluster(status).await,
         BalloonCommand::Set(set) => run_set(set).await,
         BalloonCommand::Controller(controller) => super::balloon_controller::run(controller).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        set: SetArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<SetArgs, String> {
+        Cli::try_parse_from(std::iter::once("set").chain(args.iter().copied()))
+            .map(|c| c.set)
+            .map_err(|e| e.kind().to_string())
+    }
+
+    #[test]
+    fn set_replaces_every_size_annotation_under_the_nodes_resource_version() {
+        let args = parse(&["n1", "--usable-fraction", "0.25"]).expect("args");
+        assert_eq!(
+            set_patch(&args, "42"),
+            serde_json::json!({"metadata": {"resourceVersion": "42", "annotations": {
+                "nodescope.dev/usable-cpu": null,
+                "nodescope.dev/usable-memory": null,
+                "nodescope.dev/usable-fraction": "0.25"}}})
+        );
+        let args = parse(&["n1", "--usable-memory", "24Gi"]).expect("args");
+        assert_eq!(
+            set_patch(&args, "7")["metadata"]["annotations"]["nodescope.dev/usable-memory"],
+            "24Gi"
+        );
+    }
+
+    #[test]
+    fn set_needs_a_size_and_takes_a_fraction_alone() {
+        assert!(parse(&["n1"]).is_err());
+        assert!(parse(&["n1", "--usable-cpu", "6", "--usable-fraction", "0.5"]).is_err());
+        assert!(parse(&["n1", "--usable-fraction", "1.5"]).is_err());
     }
 }
