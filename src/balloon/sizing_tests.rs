@@ -327,3 +327,40 @@ fn fractions_parse_exactly() {
         assert!(Fraction::parse(bad).is_err(), "{bad}");
     }
 }
+
+#[test]
+fn a_deferred_or_infeasible_resize_is_reported_and_never_asked_again() {
+    let with_condition = |reason: &str| {
+        RunningPod::from_value(&json!({
+            "metadata": {"name": "balloon-n1", "namespace": "kube-system", "uid": "b", "resourceVersion": "12",
+                         "labels": {"node.kubernetes.io/balloon": "true"}},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"cpu": "2", "memory": "8Gi"}}}]},
+            "status": {"phase": "Running", "conditions": [
+                {"type": "PodResizePending", "status": "True", "reason": reason, "message": "not now"}]},
+        }))
+        .expect("pod")
+    };
+    let node = node("n1", usable("6", "24Gi"));
+    let deferred = plan_nodes(
+        std::slice::from_ref(&node),
+        &[with_condition("Deferred")],
+        &BalloonConfig::default(),
+    );
+    assert_eq!(deferred[0].state, State::Deferred);
+    assert_eq!(
+        deferred[0].reason,
+        "the kubelet deferred the resize (not now); it is retried later"
+    );
+    assert_eq!(deferred[0].resize, None);
+    let infeasible = plan_nodes(
+        &[node],
+        &[with_condition("Infeasible")],
+        &BalloonConfig::default(),
+    );
+    assert_eq!(infeasible[0].state, State::Infeasible);
+    assert_eq!(
+        infeasible[0].reason,
+        "the node cannot fit the resize (not now); nothing is evicted for it"
+    );
+    assert_eq!(infeasible[0].resize, None);
+}
