@@ -145,6 +145,35 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
             })
         }
+        Command::Balloon(args) => {
+            use cli::balloon::BalloonCommand;
+            if let BalloonCommand::Status(status) = &args.command {
+                if status.store.starts_with("file:") {
+                    let mut out = std::io::stdout().lock();
+                    return Ok(match cli::balloon::run_status_offline(status, &mut out) {
+                        Ok(code) => code,
+                        Err(error) => {
+                            eprintln!("nodescope: balloon status: {error}");
+                            ExitCode::from(2)
+                        }
+                    });
+                }
+            }
+            if let BalloonCommand::Controller(controller) = &args.command {
+                cli::init_logging(controller.log_format, "info");
+            }
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            Ok(match runtime.block_on(cli::balloon::run_cluster(&args)) {
+                Ok(code) => code,
+                Err(error) => {
+                    eprintln!("nodescope: balloon: {error}");
+                    ExitCode::from(2)
+                }
+            })
+        }
         Command::Recommend(args) => {
             if cli::recommend::is_offline(&args) {
                 let mut out = std::io::stdout().lock();

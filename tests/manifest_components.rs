@@ -249,3 +249,92 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
         .iter()
         .all(|o| o["metadata"]["name"] != "nodescope-updater"));
 }
+
+#[test]
+fn the_balloon_component_runs_as_node_resizer_with_least_rbac_two_replicas_probes_and_is_not_in_the_base(
+) {
+    let objects = build(&manifests().join("components/balloon"));
+    let s = |v: &[&str]| v.iter().map(|x| (*x).to_owned()).collect::<Vec<_>>();
+    let read = s(&["get", "list", "watch"]);
+    let role = find(&objects, "ClusterRole", "nodescope-node-resizer");
+    assert_eq!(
+        rules(role),
+        [
+            (
+                s(&[""]),
+                s(&["nodes"]),
+                s(&["get", "list", "watch", "patch"])
+            ),
+            (s(&[""]), s(&["pods"]), read.clone()),
+            (s(&[""]), s(&["pods/resize"]), s(&["patch"])),
+            (s(&[""]), s(&["events"]), s(&["create", "patch"])),
+            (
+                s(&["events.k8s.io"]),
+                s(&["events"]),
+                s(&["create", "patch"])
+            ),
+        ]
+    );
+    let leases = find(&objects, "Role", "nodescope-node-resizer");
+    assert_eq!(str_at(leases, "/metadata/namespace"), "kube-system");
+    assert_eq!(
+        named_rules(leases),
+        [
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&["nodescope-balloon"]),
+                s(&["get", "list", "watch", "patch"])
+            ),
+            (
+                s(&["coordination.k8s.io"]),
+                s(&["leases"]),
+                s(&[]),
+                s(&["create"])
+            ),
+        ]
+    );
+    // The identity the bundle's balloon-resize policy allows.
+    let account = find(&objects, "ServiceAccount", "node-resizer");
+    assert_eq!(str_at(account, "/metadata/namespace"), "kube-system");
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        let binding = find(&objects, kind, "nodescope-node-resizer");
+        assert_eq!(
+            binding["subjects"],
+            serde_json::json!([{"kind": "ServiceAccount", "name": "node-resizer", "namespace": "kube-system"}]),
+            "{kind}"
+        );
+    }
+    let policy = std::fs::read_to_string(repo().join("policies/balloon-resize.yaml"))
+        .expect("policies/balloon-resize.yaml");
+    assert!(policy.contains("system:serviceaccount:kube-system:node-resizer"));
+
+    let deployment = find(&objects, "Deployment", "nodescope-balloon");
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    let spec = &deployment["spec"]["template"]["spec"];
+    assert_eq!(spec["serviceAccountName"], "node-resizer");
+    let container = &spec["containers"][0];
+    assert_eq!(
+        strings(&container["args"]),
+        s(&[
+            "balloon",
+            "controller",
+            "--interval=10s",
+            "--metrics-listen=0.0.0.0:8944"
+        ])
+    );
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(container["ports"][0]["containerPort"], 8944);
+    for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
+        assert_eq!(str_at(&container[probe], "/httpGet/path"), path);
+        assert_eq!(str_at(&container[probe], "/httpGet/port"), "metrics");
+    }
+    let service = find(&objects, "Service", "nodescope-balloon");
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "metrics");
+    find(&objects, "DaemonSet", "node-balloon");
+    // Not in the base: it changes how much of every node workloads may use.
+    let base = build(&manifests().join("base"));
+    assert!(base.iter().all(|o| o["kind"] == "PriorityClass"
+        || !["nodescope-balloon", "node-resizer", "node-balloon"]
+            .contains(&str_at(o, "/metadata/name"))));
+}

@@ -744,13 +744,13 @@ fn the_vpa_crd_component_adds_scope_and_recommendation_groups_with_their_cel_rul
 }
 
 #[test]
-fn the_balloon_priority_class_and_example_daemonset_follow_the_balloon_rules() {
+fn the_balloon_priority_class_and_the_component_daemonset_follow_the_balloon_rules() {
     let objects = base();
     let class = find(&objects, "PriorityClass", "node-balloon");
     assert_eq!(class["value"], 1_000_000_000);
     assert_eq!(class["preemptionPolicy"], "Never");
     assert_eq!(class["globalDefault"], false);
-    let ds = load_one(&manifests().join("examples/balloon-daemonset.yaml"));
+    let ds = load_one(&manifests().join("components/balloon/balloon-daemonset.yaml"));
     assert_eq!(ds["kind"], "DaemonSet");
     assert_eq!(ds["metadata"]["namespace"], "kube-system");
     let template = &ds["spec"]["template"];

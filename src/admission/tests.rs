@@ -125,3 +125,22 @@ fn captured_named(name: &str) -> Vec<u8> {
         .join(name);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// KEP-5620: the node-exporter pod that gets a patch gets none once it is
+/// labelled a balloon: balloons are sized by the balloon controller alone.
+#[test]
+fn a_pod_labelled_a_balloon_is_never_mutated() {
+    let clean = captured_named("pod-node-exporter-node-a-1-create.mutate.json");
+    let sized = answer(Webhook::Mutate, &clean, decider());
+    let sized: serde_json::Value = serde_json::from_slice(&sized.body).unwrap_or_default();
+    assert!(sized["response"]["patch"].is_string(), "{sized}");
+    let mut review: serde_json::Value = serde_json::from_slice(&clean).unwrap_or_default();
+    review["request"]["object"]["metadata"]["labels"]["node.kubernetes.io/balloon"] =
+        serde_json::json!("true");
+    let body = serde_json::to_vec(&review).unwrap_or_default();
+    let answer = answer(Webhook::Mutate, &body, decider());
+    assert_eq!(answer.http_status, 200);
+    let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    assert_eq!(v["response"]["allowed"], true);
+    assert!(v["response"].get("patch").is_none(), "{v}");
+}

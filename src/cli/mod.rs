@@ -3,6 +3,8 @@
 //! Nothing outside this module reads flags or environment variables; each
 //! subcommand gets a plain struct and runs from it.
 
+pub mod balloon;
+pub mod balloon_controller;
 pub mod bundle;
 mod certs;
 mod demo;
@@ -63,6 +65,12 @@ pub enum Command {
     /// allows, with upstream VPA updater's rules and limits. `--plan`
     /// prints one pass and changes nothing.
     Update(Box<update::UpdateArgs>),
+    /// Node resizing by balloon (KEP-5620): `status` of every node with a
+    /// balloon (from the cluster, or offline from --store file:), `set` a
+    /// Node's usable size, or run the `controller` that resizes balloons in
+    /// place (an upsize the node's other pods would not fit under is
+    /// refused, never evicted for).
+    Balloon(Box<balloon::BalloonArgs>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

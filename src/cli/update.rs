@@ -288,9 +288,12 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     }
     let metrics = UpdaterMetrics::new();
     let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let render = {
+        let metrics = metrics.clone();
+        std::sync::Arc::new(move || metrics.render())
+    };
     let server =
-        super::update_list::serve_probes(args.metrics_listen, metrics.clone(), ready.clone())
-            .await?;
+        super::update_list::serve_probes(args.metrics_listen, render, ready.clone()).await?;
     let config = LoopConfig {
         update: args.config(),
         interval: args.updater_interval,

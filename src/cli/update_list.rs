@@ -1,7 +1,6 @@
 //! The cluster edge of `nodescope update`: one listing for `--plan`, the
 //! probes and metrics listener, and the shutdown signal.
 
-use crate::update::metrics::UpdaterMetrics;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::Client;
 use serde_json::Value;
@@ -78,7 +77,7 @@ pub async fn webhook_fresh(
 /// When the address cannot be bound.
 pub async fn serve_probes(
     addr: std::net::SocketAddr,
-    metrics: UpdaterMetrics,
+    metrics: Arc<dyn Fn() -> String + Send + Sync>,
     ready: Arc<AtomicBool>,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let listener = tokio::net::TcpListener::bind(addr)
@@ -95,7 +94,7 @@ pub async fn serve_probes(
                             axum::http::header::CONTENT_TYPE,
                             "application/openmetrics-text; version=1.0.0; charset=utf-8",
                         )],
-                        metrics.render(),
+                        metrics(),
                     )
                 }
             }),

@@ -69,15 +69,59 @@ impl ResizeStatus {
 /// The `pods/resize` body: a test of `resource_version`, then `ops`.
 #[must_use]
 pub fn resize_patch(ops: &Patch, resource_version: &str) -> json_patch::Patch {
-    let mut operations = vec![json_patch::PatchOperation::Test(
+    resize_body(ops.operations(), resource_version)
+}
+
+/// The `pods/resize` body from operations built elsewhere: a test of
+/// `resource_version`, then `operations`.
+#[must_use]
+pub fn resize_body(
+    operations: Vec<json_patch::PatchOperation>,
+    resource_version: &str,
+) -> json_patch::Patch {
+    let mut body = vec![json_patch::PatchOperation::Test(
         json_patch::TestOperation {
             path: json_patch::jsonptr::PointerBuf::parse("/metadata/resourceVersion")
                 .unwrap_or_default(),
             value: serde_json::Value::String(resource_version.to_owned()),
         },
     )];
-    operations.extend(ops.operations());
-    json_patch::Patch(operations)
+    body.extend(operations);
+    json_patch::Patch(body)
+}
+
+/// Operations that set the given requests and limits of container `index`,
+/// entry by entry (`add` replaces an existing entry). The maps themselves
+/// must exist: set only the limits a container already has, which also
+/// keeps its QoS class.
+#[must_use]
+pub fn container_resources_ops(
+    index: usize,
+    requests: &[(String, String)],
+    limits: &[(String, String)],
+) -> Vec<json_patch::PatchOperation> {
+    let entry = |map: &str, (name, value): &(String, String)| {
+        let mut path = json_patch::jsonptr::PointerBuf::new();
+        for token in [
+            "spec",
+            "containers",
+            &index.to_string(),
+            "resources",
+            map,
+            name,
+        ] {
+            path.push_back(json_patch::jsonptr::Token::new(token));
+        }
+        json_patch::PatchOperation::Add(json_patch::AddOperation {
+            path,
+            value: serde_json::Value::String(value.clone()),
+        })
+    };
+    requests
+        .iter()
+        .map(|e| entry("requests", e))
+        .chain(limits.iter().map(|e| entry("limits", e)))
+        .collect()
 }
 
 /// Why a resize request failed.
@@ -188,6 +232,25 @@ mod tests {
         assert_eq!(
             ResizeStatus::of(None, c("Odd", "")),
             ResizeStatus::Unknown("Odd".into())
+        );
+    }
+
+    #[test]
+    fn container_resources_are_set_entry_by_entry_after_the_test() {
+        let ops = container_resources_ops(
+            0,
+            &[("cpu".into(), "2".into()), ("memory".into(), "8Gi".into())],
+            &[("cpu".into(), "2".into())],
+        );
+        let patch = resize_body(ops, "9");
+        assert_eq!(
+            serde_json::to_string(&patch).unwrap_or_default(),
+            concat!(
+                r#"[{"op":"test","path":"/metadata/resourceVersion","value":"9"},"#,
+                r#"{"op":"add","path":"/spec/containers/0/resources/requests/cpu","value":"2"},"#,
+                r#"{"op":"add","path":"/spec/containers/0/resources/requests/memory","value":"8Gi"},"#,
+                r#"{"op":"add","path":"/spec/containers/0/resources/limits/cpu","value":"2"}]"#
+            )
         );
     }
 

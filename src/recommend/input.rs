@@ -289,12 +289,20 @@ struct Terminated {
 }
 
 impl TrackedPod {
-    /// `Ok(None)` for a pod no DaemonSet controls.
+    /// `Ok(None)` for a pod no DaemonSet controls, and for a balloon pod
+    /// (KEP-5620): its requests are a node's size, not a workload's usage.
     ///
     /// # Errors
     /// A pod whose fields have the wrong types, or an unreadable quantity or
     /// time.
     pub fn from_value(value: &Value) -> Result<Option<Self>, InputError> {
+        let balloon = format!(
+            "/metadata/labels/{}",
+            crate::pods::BALLOON_LABEL.replace('/', "~1")
+        );
+        if value.pointer(&balloon).and_then(Value::as_str) == Some("true") {
+            return Ok(None);
+        }
         let object = crate::manifest::object_ref(value);
         let pod: PodObject = serde_json::from_value(value.clone())
             .map_err(|e| input_error(&object, "spec", e.to_string()))?;
@@ -403,5 +411,28 @@ impl NodeLabels for NodeIndex {
                 .get(key)
                 .map_or(NodeLabel::Absent, |v| NodeLabel::Value(v)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(labels: Value) -> Value {
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "kube-system", "labels": labels,
+                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u", "controller": true}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}]}})
+    }
+
+    #[test]
+    fn balloon_pods_are_never_tracked_and_others_of_a_daemonset_are() {
+        let balloon = TrackedPod::from_value(&pod(json!({"node.kubernetes.io/balloon": "true"})));
+        assert!(matches!(balloon, Ok(None)));
+        let agent = TrackedPod::from_value(&pod(json!({"app": "agent"})));
+        assert!(
+            matches!(agent, Ok(Some(p)) if p.daemonset == "ds" && p.containers == [("c".to_owned(), 1_073_741_824)])
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! `NODESCOPE_BLESS=1 cargo test --test cli` and review the diff.
 
 mod bad_input;
+mod balloon;
 mod exclude;
 mod features;
 mod kustomize;

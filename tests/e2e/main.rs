@@ -15,6 +15,7 @@
 //! not start with `-` filter steps by name.
 
 mod asset_rules;
+mod balloon;
 #[path = "../common/mod.rs"]
 mod common;
 mod election;
@@ -54,6 +55,7 @@ const STEPS: &[(&str, Step)] = &[
     ("failures", |p| failures::run(p).boxed()),
     ("status-lease", |p| status_lease::run(p).boxed()),
     ("updater-rbac", |p| updater_rbac::run(p).boxed()),
+    ("balloon", |p| balloon::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {

@@ -1,0 +1,275 @@
+//! The balloon controller against a cluster: watches of Nodes and Pods,
+//! one pass every `--interval` while this replica holds the Lease, and the
+//! writes the pass decided: `pods/resize` of the balloon (guarded by its
+//! resourceVersion, through [`crate::pods::resize`]), the Node's state
+//! annotations, and an Event on the Node when a resize is refused,
+//! infeasible or deferred. It never evicts or preempts.
+
+use super::metrics::BalloonMetrics;
+use super::{plan_objects, BalloonConfig, NodePlan, State, REASON_ANNOTATION, STATE_ANNOTATION};
+use crate::leader::{self, LeaseConfig};
+use crate::pods::{resize, ResizeError};
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Client, Resource as _};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the controller runs against a cluster.
+#[derive(Clone, Debug)]
+pub struct LoopConfig {
+    /// What a pass decides with.
+    pub balloon: BalloonConfig,
+    /// How often a pass runs.
+    pub interval: Duration,
+    /// The controller's Lease.
+    pub lease: LeaseConfig,
+    /// This replica's identity (its pod name).
+    pub instance: String,
+}
+
+/// Why the loop could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// The election could not begin.
+    #[error(transparent)]
+    Leader(#[from] leader::LeaderError),
+}
+
+fn watch<K>(client: &Client) -> Store<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store::<K>();
+    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .for_each(|_| async {});
+    tokio::spawn(stream);
+    reader
+}
+
+/// The stores' objects as JSON, with their kinds.
+fn objects(nodes: &Store<Node>, pods: &Store<Pod>) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for (kind, values) in [
+        (
+            "Node",
+            nodes
+                .state()
+                .iter()
+                .map(|n| serde_json::to_value(&**n))
+                .collect::<Vec<_>>(),
+        ),
+        (
+            "Pod",
+            pods.state()
+                .iter()
+                .map(|p| serde_json::to_value(&**p))
+                .collect(),
+        ),
+    ] {
+        for mut v in values.into_iter().flatten() {
+            v["kind"] = kind.into();
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// What the Node holds now: its UID (for Events) and the state
+/// annotations the controller last wrote.
+#[derive(Clone, Debug, Default)]
+struct Written {
+    uid: Option<String>,
+    state: Option<String>,
+    reason: Option<String>,
+}
+
+/// Runs until `shutdown`, then releases the Lease.
+///
+/// # Errors
+/// When the election cannot start.
+pub async fn run(
+    client: Client,
+    config: LoopConfig,
+    metrics: BalloonMetrics,
+    ready: Arc<AtomicBool>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), ClusterError> {
+    let nodes = watch::<Node>(&client);
+    let pods = watch::<Pod>(&client);
+    let synced = Arc::new(AtomicBool::new(false));
+    {
+        let (nodes, pods, synced) = (nodes.clone(), pods.clone(), Arc::clone(&synced));
+        tokio::spawn(async move {
+            if nodes.wait_until_ready().await.is_ok() && pods.wait_until_ready().await.is_ok() {
+                synced.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+    let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
+    let mut leading = leadership.leading();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "nodescope-balloon".to_owned(),
+            instance: Some(config.instance.clone()),
+        },
+    );
+    let mut ticker = tokio::time::interval(config.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut terminate = std::pin::pin!(shutdown);
+    loop {
+        tokio::select! {
+            () = &mut terminate => break,
+            _ = ticker.tick() => {}
+            changed = leading.changed() => {
+                if changed.is_err() { break; }
+            }
+        }
+        let is_leader = *leading.borrow();
+        metrics.leader(is_leader);
+        let is_synced = synced.load(Ordering::SeqCst);
+        ready.store(is_synced, Ordering::SeqCst);
+        if !is_synced {
+            continue;
+        }
+        let plans = match plan_objects(&objects(&nodes, &pods), &config.balloon) {
+            Ok(plans) => plans,
+            Err(error) => {
+                tracing::warn!(%error, "objects left out of the pass");
+                continue;
+            }
+        };
+        metrics.observe(&plans);
+        if !is_leader {
+            continue;
+        }
+        let written: HashMap<String, Written> = nodes
+            .state()
+            .iter()
+            .map(|n| {
+                let a = n.metadata.annotations.as_ref();
+                let get = |k: &str| a.and_then(|a| a.get(k)).cloned();
+                let written = Written {
+                    uid: n.meta().uid.clone(),
+                    state: get(STATE_ANNOTATION),
+                    reason: get(REASON_ANNOTATION),
+                };
+                (n.metadata.name.clone().unwrap_or_default(), written)
+            })
+            .collect();
+        for plan in &plans {
+            if !*leading.borrow() {
+                break;
+            }
+            let written = written.get(&plan.node).cloned().unwrap_or_default();
+            act(&client, &recorder, &metrics, plan, written).await;
+        }
+    }
+    if let Err(error) = leadership.release().await {
+        tracing::warn!(%error, "Lease not released; it expires on its own");
+    }
+    Ok(())
+}
+
+/// Carries one node's plan out: the resize, then the state annotations and
+/// an Event when they change.
+async fn act(
+    client: &Client,
+    recorder: &Recorder,
+    metrics: &BalloonMetrics,
+    plan: &NodePlan,
+    written: Written,
+) {
+    let mut state = plan.state;
+    let mut reason = plan.reason.clone();
+    if let Some(r) = &plan.resize {
+        let ops = r
+            .containers
+            .iter()
+            .flat_map(|c| resize::container_resources_ops(c.index, &c.requests, &c.limits))
+            .collect();
+        let body = resize::resize_body(ops, &r.resource_version);
+        match resize::resize(client, &r.namespace, &r.name, &body).await {
+            Ok(()) => {
+                metrics.result("Resized");
+                tracing::info!(node = %plan.node, reason = %plan.reason, "balloon resized");
+                state = State::Resizing;
+            }
+            Err(error) => {
+                let outcome = match &error {
+                    ResizeError::Infeasible { .. } => "Infeasible",
+                    ResizeError::Stale { .. } => "Stale",
+                    ResizeError::Api { .. } => "Error",
+                };
+                metrics.result(outcome);
+                tracing::warn!(node = %plan.node, %error, "balloon resize failed");
+                if outcome != "Infeasible" {
+                    return;
+                }
+                state = State::Infeasible;
+                reason = error.to_string();
+            }
+        }
+    }
+    if state == State::Unmanaged
+        || (written.state.as_deref() == Some(state.as_str())
+            && written.reason.as_deref() == Some(&reason))
+    {
+        return;
+    }
+    if state == State::Refused {
+        metrics.result("Refused");
+    }
+    let patch = serde_json::json!({"metadata": {"annotations": {
+        STATE_ANNOTATION: state.as_str(),
+        REASON_ANNOTATION: reason,
+    }}});
+    let api: Api<Node> = Api::all(client.clone());
+    if let Err(error) = api
+        .patch(&plan.node, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+    {
+        tracing::warn!(node = %plan.node, %error, "balloon state not written on the Node");
+    }
+    let (event, type_) = match state {
+        State::Refused => ("BalloonUpsizeRefused", EventType::Warning),
+        State::Infeasible => ("BalloonResizeInfeasible", EventType::Warning),
+        State::Deferred => ("BalloonResizeDeferred", EventType::Normal),
+        State::Invalid => ("BalloonInvalid", EventType::Warning),
+        State::Resizing if plan.resize.is_some() => ("BalloonResized", EventType::Normal),
+        _ => return,
+    };
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(plan.node.clone()),
+        uid: written.uid,
+        ..ObjectReference::default()
+    };
+    let event = Event {
+        type_,
+        reason: event.to_owned(),
+        note: Some(reason.chars().take(1000).collect()),
+        action: "Resize".to_owned(),
+        secondary: None,
+    };
+    if let Err(error) = recorder.publish(&event, &reference).await {
+        tracing::warn!(%error, node = %plan.node, "event not written");
+    }
+}

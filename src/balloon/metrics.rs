@@ -1,0 +1,165 @@
+//! The balloon controller's families, under `nodescope_balloon_`: per node
+//! and resource, the capacity workloads may use (balloon space counted as
+//! absent), the balloon's requests and the other pods' requests; resize
+//! results by outcome. Every outcome exists from the start, at 0.
+
+use super::{NodePlan, Resource};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeResource {
+    node: String,
+    resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: String,
+}
+
+/// The outcomes of a resize, as labels: `Resized` (the apiserver accepted
+/// it), `Refused` (the others would not fit), `Infeasible`, `Stale`,
+/// `Error`.
+pub const OUTCOMES: [&str; 5] = ["Resized", "Refused", "Infeasible", "Stale", "Error"];
+
+type Amount = Family<NodeResource, Gauge<f64, AtomicU64>>;
+
+/// The controller's metrics; cheap to clone.
+#[derive(Clone)]
+pub struct BalloonMetrics {
+    registry: Arc<Registry>,
+    usable: Amount,
+    balloon: Amount,
+    requested: Amount,
+    results: Family<OutcomeLabel, Counter>,
+    leader: Gauge,
+}
+
+impl Default for BalloonMetrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl BalloonMetrics {
+    /// Registers every family.
+    #[must_use]
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let m = BalloonMetrics {
+            registry: Arc::default(),
+            usable: Amount::default(),
+            balloon: Amount::default(),
+            requested: Amount::default(),
+            results: Family::default(),
+            leader: Gauge::default(),
+        };
+        for outcome in OUTCOMES {
+            let _ = m.results.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        registry.register(
+            "nodescope_balloon_usable",
+            "Allocatable minus the balloon's requests, per node and resource (cpu in cores, memory in bytes)",
+            m.usable.clone(),
+        );
+        registry.register(
+            "nodescope_balloon_requests",
+            "The balloon's requests, per node and resource",
+            m.balloon.clone(),
+        );
+        registry.register(
+            "nodescope_balloon_non_balloon_requests",
+            "The requests of the node's other pods, per node and resource",
+            m.requested.clone(),
+        );
+        registry.register(
+            "nodescope_balloon_resize_results",
+            "Balloon resizes by outcome",
+            m.results.clone(),
+        );
+        registry.register(
+            "nodescope_balloon_leader",
+            "1 while this replica holds the controller's Lease, else 0",
+            m.leader.clone(),
+        );
+        BalloonMetrics {
+            registry: Arc::new(registry),
+            ..m
+        }
+    }
+
+    /// Replaces the per-node gauges with the pass's numbers (nodes that are
+    /// gone disappear).
+    pub fn observe(&self, plans: &[NodePlan]) {
+        for family in [&self.usable, &self.balloon, &self.requested] {
+            family.clear();
+        }
+        for p in plans {
+            for r in Resource::ALL {
+                let label = NodeResource {
+                    node: p.node.clone(),
+                    resource: r.as_str().into(),
+                };
+                let amount = |v: &super::CpuMemory| match r {
+                    Resource::Cpu => v.cpu.as_approximate_f64(),
+                    Resource::Memory => v.memory.as_approximate_f64(),
+                };
+                self.usable.get_or_create(&label).set(amount(&p.usable));
+                self.balloon.get_or_create(&label).set(amount(&p.balloon));
+                self.requested
+                    .get_or_create(&label)
+                    .set(amount(&p.requested));
+            }
+        }
+    }
+
+    /// One resize result (one of [`OUTCOMES`]).
+    pub fn result(&self, outcome: &str) {
+        self.results
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            })
+            .inc();
+    }
+
+    /// Whether this replica leads.
+    pub fn leader(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
+    }
+
+    /// The OpenMetrics text.
+    #[must_use]
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_is_exported_from_the_start() {
+        let text = BalloonMetrics::new().render();
+        for outcome in OUTCOMES {
+            assert!(
+                text.contains(&format!(
+                    "nodescope_balloon_resize_results_total{{outcome=\"{outcome}\"}} 0"
+                )),
+                "{outcome}: {text}"
+            );
+        }
+        assert!(text.contains("nodescope_balloon_leader 0"), "{text}");
+    }
+}

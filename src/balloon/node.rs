@@ -1,0 +1,198 @@
+//! A Node as the balloon decision reads it: its allocatable and the usable
+//! size asked for in its annotations.
+
+use super::{
+    CpuMemory, Resource, USABLE_CPU_ANNOTATION, USABLE_FRACTION_ANNOTATION,
+    USABLE_MEMORY_ANNOTATION,
+};
+use crate::quantity::Quantity;
+use serde_json::Value;
+
+/// Why a Node could not be read; the message names the node and the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Node {node}: {reason}")]
+pub struct NodeError {
+    /// The node's name, or `<no name>`.
+    pub node: String,
+    /// What is wrong, naming the field and quoting the value.
+    pub reason: String,
+}
+
+/// A fraction in (0, 1], exact to 10^-9: `0.25` is a quarter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fraction {
+    nanos: u64,
+}
+
+const NANOS: u64 = 1_000_000_000;
+
+impl Fraction {
+    /// Parses `0.25`, `1`, `.5`, `1.0`.
+    ///
+    /// # Errors
+    /// Anything but a plain decimal above 0 and at most 1 with at most nine
+    /// decimals, quoting the text.
+    pub fn parse(text: &str) -> Result<Fraction, String> {
+        let wrong = || format!("{text:?} is not a fraction above 0 and at most 1 (e.g. 0.25)");
+        let (whole, decimals) = text.split_once('.').unwrap_or((text, ""));
+        let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+        if !digits(whole) || !digits(decimals) || decimals.len() > 9 {
+            return Err(wrong());
+        }
+        if whole.is_empty() && decimals.is_empty() {
+            return Err(wrong());
+        }
+        let whole: u64 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| wrong())?
+        };
+        let padded = format!("{decimals:0<9}");
+        let part: u64 = padded.parse().map_err(|_| wrong())?;
+        let nanos = whole
+            .checked_mul(NANOS)
+            .and_then(|w| w.checked_add(part))
+            .ok_or_else(wrong)?;
+        if nanos == 0 || nanos > NANOS {
+            return Err(wrong());
+        }
+        Ok(Fraction { nanos })
+    }
+
+    /// `q * self`, rounded down to a millicore (cpu) or a byte (memory).
+    #[must_use]
+    pub fn of(self, q: &Quantity, r: Resource) -> Quantity {
+        let scale = |v: i64| -> i64 {
+            let scaled = i128::from(v) * i128::from(self.nanos) / i128::from(NANOS);
+            i64::try_from(scaled).unwrap_or(i64::MAX)
+        };
+        match r {
+            Resource::Cpu => Quantity::from_milli(scale(q.milli_value()), r.format()),
+            Resource::Memory => Quantity::from_i64(scale(q.value()), r.format()),
+        }
+    }
+}
+
+impl std::fmt::Display for Fraction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.nanos == NANOS {
+            return f.write_str("1");
+        }
+        let decimals = format!("{:09}", self.nanos);
+        write!(f, "0.{}", decimals.trim_end_matches('0'))
+    }
+}
+
+/// The usable size asked for a node. An absolute size wins over the
+/// fraction for its resource; a resource with neither keeps its balloon.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DesiredSize {
+    /// `nodescope.dev/usable-cpu`.
+    pub cpu: Option<Quantity>,
+    /// `nodescope.dev/usable-memory`.
+    pub memory: Option<Quantity>,
+    /// `nodescope.dev/usable-fraction`.
+    pub fraction: Option<Fraction>,
+}
+
+impl DesiredSize {
+    /// Whether nothing is asked.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.cpu.is_none() && self.memory.is_none() && self.fraction.is_none()
+    }
+
+    /// The usable amount of `r` out of `allocatable`, if one is asked.
+    #[must_use]
+    pub fn usable(&self, r: Resource, allocatable: &Quantity) -> Option<Quantity> {
+        let absolute = match r {
+            Resource::Cpu => self.cpu.clone(),
+            Resource::Memory => self.memory.clone(),
+        };
+        absolute.or_else(|| self.fraction.map(|f| f.of(allocatable, r)))
+    }
+}
+
+/// One Node: its name, allocatable cpu and memory, and its desired size.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BalloonNode {
+    /// `metadata.name`.
+    pub name: String,
+    /// `status.allocatable` cpu and memory (zero when absent).
+    pub allocatable: CpuMemory,
+    /// From the annotations; `Err` names the annotation that is wrong.
+    pub desired: Result<DesiredSize, String>,
+}
+
+impl BalloonNode {
+    /// Reads a Node object (listed, watched or loaded from a file).
+    ///
+    /// # Errors
+    /// No name, or an allocatable that is not a quantity. A wrong
+    /// annotation is not an error here: the node is kept and its plan says
+    /// what is wrong.
+    pub fn from_value(node: &Value) -> Result<BalloonNode, NodeError> {
+        let meta = node.get("metadata");
+        let Some(name) = meta.and_then(|m| m.get("name")).and_then(Value::as_str) else {
+            return Err(NodeError {
+                node: "<no name>".into(),
+                reason: "metadata.name is required".into(),
+            });
+        };
+        let fail = |reason: String| NodeError {
+            node: name.to_owned(),
+            reason,
+        };
+        let mut allocatable = CpuMemory::default();
+        let listed = node.pointer("/status/allocatable");
+        for r in Resource::ALL {
+            if let Some(text) = listed
+                .and_then(|a| a.get(r.as_str()))
+                .and_then(Value::as_str)
+            {
+                let q = Quantity::parse(text)
+                    .map_err(|e| fail(format!("status.allocatable.{}: {e}", r.as_str())))?;
+                allocatable.set(r, q);
+            }
+        }
+        let annotation = |key: &str| {
+            meta.and_then(|m| m.get("annotations"))
+                .and_then(|a| a.get(key))
+                .and_then(Value::as_str)
+        };
+        Ok(BalloonNode {
+            name: name.to_owned(),
+            allocatable,
+            desired: desired_size(annotation),
+        })
+    }
+}
+
+/// Reads the three annotations through `annotation`.
+///
+/// # Errors
+/// The first annotation that is not what it should be, quoting it.
+pub fn desired_size<'a>(
+    annotation: impl Fn(&str) -> Option<&'a str>,
+) -> Result<DesiredSize, String> {
+    let quantity = |key: &str| -> Result<Option<Quantity>, String> {
+        annotation(key)
+            .map(|text| match Quantity::parse(text) {
+                Ok(q) if q.sign() >= 0 => Ok(q),
+                Ok(_) => Err(format!("annotation {key}: {text:?} is negative")),
+                Err(e) => Err(format!("annotation {key}: {e}")),
+            })
+            .transpose()
+    };
+    let fraction = annotation(USABLE_FRACTION_ANNOTATION)
+        .map(|text| {
+            Fraction::parse(text)
+                .map_err(|e| format!("annotation {USABLE_FRACTION_ANNOTATION}: {e}"))
+        })
+        .transpose()?;
+    Ok(DesiredSize {
+        cpu: quantity(USABLE_CPU_ANNOTATION)?,
+        memory: quantity(USABLE_MEMORY_ANNOTATION)?,
+        fraction,
+    })
+}

@@ -1,0 +1,83 @@
+//! `nodescope balloon controller`: the typed flags of the balloon
+//! controller and its start (probes, metrics, the loop until SIGTERM).
+
+use super::features::parse_duration;
+use crate::balloon::cluster::LoopConfig;
+use crate::balloon::metrics::BalloonMetrics;
+use crate::balloon::{BalloonConfig, DesiredSize, Fraction};
+use clap::Args;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// `nodescope balloon controller`.
+#[derive(Debug, Args, Clone)]
+pub struct ControllerArgs {
+    /// The usable fraction of a node whose annotations set no size.
+    #[arg(long, value_parser = Fraction::parse)]
+    pub default_usable_fraction: Option<Fraction>,
+    /// How often a pass runs.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub interval: Duration,
+    /// This replica's name: the Lease holder's identity (the pod name).
+    #[arg(long, env = "POD_NAME", default_value = "nodescope-balloon")]
+    pub instance: String,
+    /// The namespace of the controller's Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "kube-system")]
+    pub lease_namespace: String,
+    /// The controller's Lease.
+    #[arg(long, default_value = "nodescope-balloon")]
+    pub lease_name: String,
+    /// How long a dead leader's Lease lasts (at least 2s).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub lease_duration: Duration,
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP).
+    #[arg(long, default_value = "0.0.0.0:8944")]
+    pub metrics_listen: std::net::SocketAddr,
+    /// `text` or `json` logs.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: super::LogFormat,
+}
+
+/// Runs the controller until SIGTERM, with /metrics, /healthz and /readyz.
+///
+/// # Errors
+/// No cluster, a busy address, or a Lease that cannot be read.
+pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
+    let client = super::balloon::client().await?;
+    let metrics = BalloonMetrics::new();
+    let ready = Arc::new(AtomicBool::new(false));
+    let render = {
+        let metrics = metrics.clone();
+        Arc::new(move || metrics.render())
+    };
+    let server =
+        super::update_list::serve_probes(args.metrics_listen, render, ready.clone()).await?;
+    let config = LoopConfig {
+        balloon: BalloonConfig {
+            default: DesiredSize {
+                fraction: args.default_usable_fraction,
+                ..DesiredSize::default()
+            },
+        },
+        interval: args.interval,
+        lease: crate::leader::LeaseConfig {
+            namespace: args.lease_namespace.clone(),
+            name: args.lease_name.clone(),
+            duration: args.lease_duration,
+        },
+        instance: args.instance.clone(),
+    };
+    let result = crate::balloon::cluster::run(
+        client,
+        config,
+        metrics,
+        ready,
+        super::update_list::shutdown(),
+    )
+    .await;
+    server.abort();
+    result.map_err(|e| e.to_string())?;
+    Ok(ExitCode::SUCCESS)
+}
