@@ -20,7 +20,10 @@ const WEBHOOK_AT_START: [&str; 5] = [
 
 /// Everything the webhook registers: the above, and the families whose
 /// series appear with the first review or response.
-const WEBHOOK_SAMPLES: [&str; 10] = [
+/// What the webhook's registry can export: the status Lease renewals have
+/// series only once `--store kube` starts renewing, so they are registered
+/// but absent from a fresh file-store server's scrape.
+const WEBHOOK_SAMPLES: [&str; 11] = [
     "nodescope_admission_duration_seconds_bucket",
     "nodescope_admission_duration_seconds_count",
     "nodescope_admission_duration_seconds_sum",
@@ -28,6 +31,7 @@ const WEBHOOK_SAMPLES: [&str; 10] = [
     "nodescope_build_info",
     "nodescope_http_responses_total",
     "nodescope_policy_reloads_total",
+    "nodescope_status_lease_renewals_total",
     "nodescope_store_errors_total",
     "nodescope_tls_handshake_errors_total",
     "nodescope_tls_reloads_total",
