@@ -74,7 +74,7 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
         config,
         metrics,
         ready,
-        super::update_list::shutdown(),
+        super::update_list::shutdown("the Lease is released"),
     )
     .await;
     server.abort();

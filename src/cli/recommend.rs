@@ -397,20 +397,7 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
         lease,
         instance: args.running.instance.clone(),
     };
-    let shutdown = async {
-        let mut sigterm =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            () = async {
-                match sigterm.as_mut() {
-                    Some(s) => { s.recv().await; }
-                    None => std::future::pending::<()>().await,
-                }
-            } => {}
-        }
-        tracing::info!("shutting down: last checkpoint, then the Lease is released");
-    };
+    let shutdown = super::update_list::shutdown("last checkpoint, then the Lease is released");
     let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
     server.abort();
     Ok(result?)

@@ -316,7 +316,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         config,
         metrics,
         ready,
-        super::update_list::shutdown(),
+        super::update_list::shutdown("the Lease is released"),
     )
     .await;
     server.abort();

@@ -1,5 +1,6 @@
-//! The cluster edge of `nodescope update`: one listing for `--plan`, the
-//! probes and metrics listener, and the shutdown signal.
+//! The cluster edge of the controllers: one listing for `update --plan`,
+//! the probes and metrics listener (updater, balloon controller), and the
+//! shutdown signal every controller command waits on.
 
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::Client;
@@ -123,8 +124,8 @@ pub async fn serve_probes(
     }))
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-pub async fn shutdown() {
+/// Resolves on SIGTERM or Ctrl-C, logging `what` happens next.
+pub async fn shutdown(what: &'static str) {
     let mut sigterm =
         tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
@@ -136,5 +137,5 @@ pub async fn shutdown() {
             }
         } => {}
     }
-    tracing::info!("shutting down: the Lease is released");
+    tracing::info!("shutting down: {what}");
 }
