@@ -280,8 +280,17 @@ impl Quantity {
     }
 
     fn canonical(&self) -> String {
+        let mut text = String::new();
+        self.write_canonical(&mut text);
+        text
+    }
+
+    /// Appends the quantity's canonical text (what `to_string` gives) to
+    /// `out`, so that a caller building many texts reuses one buffer.
+    pub fn write_canonical(&self, out: &mut String) {
         if self.mantissa == 0 {
-            return "0".to_owned();
+            out.push('0');
+            return;
         }
         let mut format = self.format;
         if format == Format::BinarySI {
@@ -299,19 +308,22 @@ impl Quantity {
                 exp += 1;
             }
             const BIN: [&str; 7] = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"];
-            let mut text = itoa::Buffer::new().format(v).to_owned();
-            text.push_str(BIN[exp]);
-            return text;
+            out.push_str(itoa::Buffer::new().format(v));
+            out.push_str(BIN[exp]);
+            return;
         }
         // Lower the exponent to a multiple of three by appending zeros.
-        let mut digits = match i64::try_from(self.mantissa) {
-            Ok(small) => itoa::Buffer::new().format(small).to_owned(),
-            Err(_) => self.mantissa.to_string(),
-        };
+        match i64::try_from(self.mantissa) {
+            Ok(small) => out.push_str(itoa::Buffer::new().format(small)),
+            Err(_) => {
+                use std::fmt::Write;
+                let _ = write!(out, "{}", self.mantissa);
+            }
+        }
         let mut exp = i64::from(self.exponent);
         let pad = exp.rem_euclid(3);
         for _ in 0..pad {
-            digits.push('0');
+            out.push('0');
         }
         exp -= pad;
         let suffix = match (format, exp) {
@@ -329,12 +341,12 @@ impl Quantity {
             _ => None,
         };
         match suffix {
-            Some(s) => {
-                digits.push_str(s);
-                digits
-            }
+            Some(s) => out.push_str(s),
             // No SI suffix this large/small: exponent notation keeps the magnitude.
-            None => format!("{digits}e{exp}"),
+            None => {
+                out.push('e');
+                out.push_str(itoa::Buffer::new().format(exp));
+            }
         }
     }
 }

@@ -185,7 +185,7 @@ fn map(v: &Value) -> BTreeMap<String, String> {
         .collect()
 }
 
-fn owned(q: &nodescope::update::Quantities) -> BTreeMap<String, String> {
+fn owned(q: &nodescope::pods::Texts) -> BTreeMap<String, String> {
     q.iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect()
@@ -201,7 +201,7 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
         ..UpdateConfig::default()
     };
     let plans = plan_objects(all, &config, true, NOW).map_err(TestCaseError::fail)?;
-    let plan = plans.iter().find(|p| p.pod == "agent-p");
+    let plan = plans.iter().find(|p| &*p.pod == "agent-p");
     prop_assert!(plan.is_some(), "no plan: {plans:?}");
     let Some(plan) = plan else { return Ok(()) };
     if plan.action != Action::Resize {
@@ -211,7 +211,7 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
                 "at its recommendation",
                 "the change is below --pod-update-threshold"
             ]
-            .contains(&plan.reason.as_str()),
+            .contains(&&*plan.reason),
             "{}: {:?}",
             plan.reason,
             c

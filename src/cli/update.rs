@@ -213,10 +213,10 @@ pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::i
             for p in plans {
                 rows.push([
                     format!("{}/{}", p.namespace, p.pod),
-                    p.node.clone().unwrap_or_else(|| "-".into()),
-                    p.scope_value.clone().unwrap_or_else(|| "-".into()),
+                    p.node.as_deref().unwrap_or("-").to_owned(),
+                    p.scope_value.as_deref().unwrap_or("-").to_owned(),
                     p.action.as_str().to_owned(),
-                    p.reason.clone(),
+                    p.reason.to_string(),
                     change(p),
                 ]);
             }
@@ -230,7 +230,7 @@ fn change(p: &PodPlan) -> String {
     let mut parts = Vec::new();
     for c in &p.containers {
         let Some(desired) = &c.desired else { continue };
-        let diff = |cur: &crate::update::Quantities, want: &crate::update::Quantities| {
+        let diff = |cur: &crate::pods::Texts, want: &crate::pods::Texts| {
             want.iter()
                 .filter(|(r, v)| cur.get(r) != Some(*v))
                 .map(|(r, v)| format!("{r} {}→{v}", cur.get(r).unwrap_or("-")))

@@ -371,7 +371,8 @@ fn container_ops(c: &ContainerView<'_>, plan: &Plan, patch: &mut Patch) {
     ] {
         let mut map_created = current.is_some();
         for (r, q) in wanted {
-            let text = q.to_string();
+            let mut text = String::new();
+            q.write_canonical(&mut text);
             if current.and_then(|m| m.get(r)).map(|t| &*t.0) == Some(text.as_str()) {
                 continue;
             }

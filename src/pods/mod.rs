@@ -3,14 +3,18 @@
 //! group; the balloon controller resizes balloons).
 //!
 //! A controller holds every pod of the cluster it acts on, so a pod is kept
-//! as [`RunningPod`]: the few fields a decision reads, owned and compact,
-//! plus the part the webhook's arithmetic reads as a small JSON document,
-//! so that arithmetic runs unchanged on it ([`RunningPod::view`]).
+//! as [`RunningPod`]: the few fields a decision reads, owned and compact
+//! (resource lists as packed [`Texts`]), from which the webhook's
+//! arithmetic gets the view it reads without a parse
+//! ([`RunningPod::view`]).
 
 pub mod resize;
 mod running;
+mod texts;
 
 pub use self::resize::{ResizeCondition, ResizeError, ResizeStatus};
 pub use self::running::{
-    resource_texts, ContainerState, PodError, PodPhase, RunningPod, Texts, BALLOON_LABEL,
+    resource_texts, view_texts, ContainerState, PodError, PodPhase, RunningPod, SpecContainer,
+    BALLOON_LABEL,
 };
+pub use self::texts::{Iter as TextsIter, Texts};

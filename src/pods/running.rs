@@ -1,18 +1,27 @@
 //! [`RunningPod`]: one pod as a controller keeps it between passes.
 
 use super::resize::{ResizeCondition, ResizeStatus};
+use super::texts::Texts;
+use crate::json::borrowed::{JsonMap, QuantityText, Str};
 use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
-use crate::mutate::pod::{PodView, PodViewError};
+use crate::mutate::pod::{
+    ContainerView, OwnerReference, PodMeta, PodSpecView, PodView, ResourcesView,
+};
 use crate::mutate::OBSERVED_CONTAINERS_ANNOTATION;
 use crate::quantity::Quantity;
 use k8s_openapi::jiff::Timestamp;
-use serde_json::{json, Map, Value};
-
-/// Resource name to quantity text, as a pod or template lists them.
-pub type Texts = Vec<(Box<str>, Box<str>)>;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The label that makes a pod a balloon (KEP-5620).
 pub const BALLOON_LABEL: &str = "node.kubernetes.io/balloon";
+
+/// The annotations the webhook's arithmetic reads, the only ones kept.
+const KEPT_ANNOTATIONS: [&str; 2] = [
+    ORIGINAL_RESOURCES_ANNOTATION,
+    OBSERVED_CONTAINERS_ANNOTATION,
+];
 
 /// Why an object could not be kept as a pod; the message names the object
 /// and the field.
@@ -44,6 +53,7 @@ pub struct ContainerState {
     pub name: Box<str>,
     /// `resources.requests` the kubelet reports as actuated, as texts;
     /// `None` when the status has no resources (then the spec is current).
+    /// Shares the spec's list when the texts are the same.
     pub requests: Option<Texts>,
     /// `resources.limits` as actuated.
     pub limits: Option<Texts>,
@@ -51,19 +61,39 @@ pub struct ContainerState {
     pub last_oom_after: Option<i64>,
 }
 
+/// One `spec.containers[]` entry: what the webhook's arithmetic reads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SpecContainer {
+    /// The container's name (shared with plans about it).
+    pub name: Arc<str>,
+    /// Whether the container has a `resources` field at all (a resize of
+    /// one that has not must create it).
+    pub has_resources: bool,
+    /// `resources.requests`; `None` when absent.
+    pub requests: Option<Texts>,
+    /// `resources.limits`; `None` when absent.
+    pub limits: Option<Texts>,
+}
+
+/// Annotation name to value.
+type Annotations = Box<[(Box<str>, Box<str>)]>;
+
 /// One pod, reduced to what the updater and the balloon controller read.
+///
+/// The names are shared (`Arc`), so that a plan about the pod copies a
+/// reference, not the text.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunningPod {
     /// `metadata.namespace`.
-    pub namespace: Box<str>,
+    pub namespace: Arc<str>,
     /// `metadata.name`.
-    pub name: Box<str>,
+    pub name: Arc<str>,
     /// `metadata.uid`.
-    pub uid: Box<str>,
+    pub uid: Arc<str>,
     /// `metadata.resourceVersion`, the precondition of every write.
-    pub resource_version: Box<str>,
+    pub resource_version: Arc<str>,
     /// `spec.nodeName`; `None` while unbound.
-    pub node: Option<Box<str>>,
+    pub node: Option<Arc<str>>,
     /// The controlling apps/v1 DaemonSet's name.
     pub daemonset: Option<Box<str>>,
     /// Labelled `node.kubernetes.io/balloon: "true"`.
@@ -85,10 +115,11 @@ pub struct RunningPod {
     /// Some container's spec asks for other resources than the kubelet
     /// reports as actuated: a resize was accepted and is not done yet.
     pub awaiting_actuation: bool,
-    /// The fields [`PodView`] reads, as JSON: the names, the controller
-    /// reference, the labels and annotations nodescope reads, and each
-    /// container's name and resources.
-    view: Box<str>,
+    /// `spec.containers[]`: names and resources.
+    pub spec: Box<[SpecContainer]>,
+    /// The annotations the arithmetic reads (nodescope's mark, the observed
+    /// containers), when the pod has them.
+    annotations: Annotations,
 }
 
 impl RunningPod {
@@ -121,7 +152,6 @@ impl RunningPod {
             .and_then(Value::as_array)
             .ok_or_else(|| fail("spec.containers: expected an array".into()))?;
         let labels = meta.get("labels").and_then(Value::as_object);
-        let annotations = meta.get("annotations").and_then(Value::as_object);
         let controller = meta
             .get("ownerReferences")
             .and_then(Value::as_array)
@@ -136,15 +166,12 @@ impl RunningPod {
             })
             .and_then(|r| r.get("name").and_then(Value::as_str))
             .map(Box::from);
-        let view = view_json(meta, name, namespace, labels, annotations, controller, spec);
-        // The view is parsed once here so that a pod nodescope cannot read
-        // is refused now, with its field, and never later in a pass.
-        if let Err(PodViewError::Json(reason)) = PodView::from_json(view.as_bytes()) {
-            // The position is in nodescope's own reduced copy: only the
-            // field path means something to the reader.
-            let reason = reason.split(" at line ").next().unwrap_or_default();
-            return Err(fail(reason.to_owned()));
-        }
+        let annotations = kept_annotations(meta).map_err(fail)?;
+        let spec_containers = containers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| spec_container(c).map_err(|e| fail(format!("spec.containers[{i}].{e}"))))
+            .collect::<Result<Box<[_]>, _>>()?;
         let start_time = match status.get("startTime").and_then(Value::as_str) {
             Some(t) => Some(seconds(t).map_err(|e| fail(format!("status.startTime: {e}")))?),
             None => None,
@@ -187,21 +214,22 @@ impl RunningPod {
             .flatten()
             .enumerate()
         {
-            states.push(
-                container_state(cs)
-                    .map_err(|e| fail(format!("status.containerStatuses[{i}]: {e}")))?,
-            );
+            let mut state = container_state(cs)
+                .map_err(|e| fail(format!("status.containerStatuses[{i}]: {e}")))?;
+            if let Some(spec) = spec_containers.iter().find(|c| *c.name == *state.name) {
+                share(&mut state.requests, &spec.requests);
+                share(&mut state.limits, &spec.limits);
+            }
+            states.push(state);
         }
-        let awaiting_actuation = containers.iter().any(|c| {
-            let name = c.get("name").and_then(Value::as_str).unwrap_or_default();
-            states.iter().find(|s| &*s.name == name).is_some_and(|s| {
-                let differs = |field: &str, actual: &Option<Texts>| {
-                    actual.as_ref().is_some_and(|actual| {
-                        let spec = c.pointer(&format!("/resources/{field}"));
-                        !same_quantities(spec, actual)
-                    })
+        let awaiting_actuation = spec_containers.iter().any(|c| {
+            states.iter().find(|s| *s.name == *c.name).is_some_and(|s| {
+                let differs = |spec: &Option<Texts>, actual: &Option<Texts>| {
+                    actual
+                        .as_ref()
+                        .is_some_and(|actual| !same_quantities(spec.as_ref(), actual))
                 };
-                differs("requests", &s.requests) || differs("limits", &s.limits)
+                differs(&c.requests, &s.requests) || differs(&c.limits, &s.limits)
             })
         });
         Ok(RunningPod {
@@ -214,7 +242,7 @@ impl RunningPod {
                 .get("nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
-                .map(Box::from),
+                .map(Arc::from),
             daemonset,
             balloon: labels
                 .and_then(|l| l.get(BALLOON_LABEL))
@@ -231,15 +259,59 @@ impl RunningPod {
             resize,
             non_disruptive_resize: containers.iter().all(non_disruptive),
             containers: states,
-            view: view.into_boxed_str(),
+            spec: spec_containers,
+            annotations,
         })
     }
 
-    /// The pod as the webhook's arithmetic reads it. Checked when the pod
-    /// was read, so it cannot fail.
+    /// The pod as the webhook's arithmetic reads it, borrowed from what is
+    /// kept: no parse, a few small vectors.
     #[must_use]
     pub fn view(&self) -> PodView<'_> {
-        PodView::from_json(self.view.as_bytes()).unwrap_or_default()
+        PodView {
+            metadata: PodMeta {
+                name: Some(str(&self.name)),
+                generate_name: None,
+                namespace: Some(str(&self.namespace)),
+                labels: Some(JsonMap(if self.balloon {
+                    vec![(str(BALLOON_LABEL), str("true"))]
+                } else {
+                    Vec::new()
+                })),
+                annotations: Some(JsonMap(
+                    self.annotations
+                        .iter()
+                        .map(|(k, v)| (str(k), str(v)))
+                        .collect(),
+                )),
+                owner_references: Some(
+                    self.daemonset
+                        .iter()
+                        .map(|name| OwnerReference {
+                            api_version: str("apps/v1"),
+                            kind: str("DaemonSet"),
+                            name: str(name),
+                            controller: Some(true),
+                        })
+                        .collect(),
+                ),
+            },
+            spec: PodSpecView {
+                node_name: self.node.as_deref().map(str),
+                affinity: None,
+                containers: self
+                    .spec
+                    .iter()
+                    .map(|c| ContainerView {
+                        name: str(&c.name),
+                        resources: c.has_resources.then(|| ResourcesView {
+                            requests: view_texts(c.requests.as_ref()),
+                            limits: view_texts(c.limits.as_ref()),
+                        }),
+                    })
+                    .collect(),
+            },
+        }
     }
 
     /// `namespace/name`.
@@ -253,55 +325,79 @@ impl RunningPod {
     pub fn container_state(&self, name: &str) -> Option<&ContainerState> {
         self.containers.iter().find(|c| &*c.name == name)
     }
+
+    /// The annotation `key`, if kept (see [`RunningPod::view`]).
+    #[must_use]
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.annotations
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, v)| &**v)
+    }
 }
 
-/// The JSON [`RunningPod::view`] parses: only what the arithmetic reads.
-fn view_json(
-    meta: &Map<String, Value>,
-    name: &str,
-    namespace: &str,
-    labels: Option<&Map<String, Value>>,
-    annotations: Option<&Map<String, Value>>,
-    controller: Option<&Value>,
-    spec: &Value,
-) -> String {
-    let keep = |map: Option<&Map<String, Value>>, keys: &[&str]| -> Value {
-        let kept: Map<String, Value> = keys
-            .iter()
-            .filter_map(|k| Some(((*k).to_owned(), map?.get(*k)?.clone())))
-            .collect();
-        Value::Object(kept)
-    };
-    let containers: Vec<Value> = spec
-        .get("containers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .map(|c| {
-            let mut kept = Map::new();
-            for key in ["name", "resources"] {
-                if let Some(v) = c.get(key) {
-                    kept.insert(key.to_owned(), v.clone());
-                }
-            }
-            Value::Object(kept)
-        })
-        .collect();
-    let _ = meta;
-    json!({
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "labels": keep(labels, &[BALLOON_LABEL]),
-            "annotations": keep(annotations, &[ORIGINAL_RESOURCES_ANNOTATION, OBSERVED_CONTAINERS_ANNOTATION]),
-            "ownerReferences": controller.map(|c| vec![c.clone()]).unwrap_or_default(),
-        },
-        "spec": {
-            "nodeName": spec.get("nodeName").cloned().unwrap_or(Value::Null),
-            "containers": containers,
-        },
+/// A kept text as the view's string.
+fn str(s: &str) -> Str<'_> {
+    Str(Cow::Borrowed(s))
+}
+
+/// A kept resource list as the map [`PodView`] holds, borrowed.
+#[must_use]
+pub fn view_texts(t: Option<&Texts>) -> Option<JsonMap<Str<'_>, QuantityText<'_>>> {
+    t.map(|t| {
+        JsonMap(
+            t.iter()
+                .map(|(k, v)| (str(k), QuantityText(str(v))))
+                .collect(),
+        )
     })
-    .to_string()
+}
+
+/// The annotations the arithmetic reads; each must be a string.
+fn kept_annotations(meta: &Map<String, Value>) -> Result<Annotations, String> {
+    let Some(annotations) = meta.get("annotations").filter(|a| !a.is_null()) else {
+        return Ok(Box::default());
+    };
+    let annotations = annotations
+        .as_object()
+        .ok_or_else(|| format!("metadata.annotations: {}", not_an_object(annotations)))?;
+    KEPT_ANNOTATIONS
+        .iter()
+        .filter_map(|key| Some((*key, annotations.get(*key)?)))
+        .map(|(key, value)| match value {
+            Value::String(v) => Ok((Box::from(key), Box::from(v.as_str()))),
+            _ => Err(format!("metadata.annotations.{key}: expected a string")),
+        })
+        .collect()
+}
+
+/// One `spec.containers[]` entry; an error names the field below it.
+fn spec_container(c: &Value) -> Result<SpecContainer, String> {
+    let name = c
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("name: expected a string")?;
+    let resources = c.get("resources").filter(|r| !r.is_null());
+    if let Some(r) = resources.filter(|r| !r.is_object()) {
+        return Err(format!("resources: {}", not_an_object(r)));
+    }
+    let list = |field: &str| resource_texts(resources.and_then(|r| r.get(field)), field);
+    Ok(SpecContainer {
+        name: name.into(),
+        has_resources: resources.is_some(),
+        requests: list("requests")?,
+        limits: list("limits")?,
+    })
+}
+
+/// Points `status` at the spec's list when the texts are the same, so the
+/// pod holds one copy.
+fn share(status: &mut Option<Texts>, spec: &Option<Texts>) {
+    if let (Some(s), Some(spec)) = (status.as_ref(), spec) {
+        if s == spec {
+            *status = Some(spec.clone());
+        }
+    }
 }
 
 /// Whether a container's `resizePolicy` lets cpu and memory change without
@@ -315,20 +411,32 @@ fn non_disruptive(container: &Value) -> bool {
         .all(|p| p.get("restartPolicy").and_then(Value::as_str) != Some("RestartContainer"))
 }
 
-/// Whether a spec's resource map holds the same quantities as `actual`
+/// Whether a spec's resource list holds the same quantities as `actual`
 /// (`1` and `1000m` are the same CPU).
-fn same_quantities(spec: Option<&Value>, actual: &Texts) -> bool {
-    let spec = spec.and_then(Value::as_object);
-    let len = spec.map_or(0, Map::len);
-    len == actual.len()
+fn same_quantities(spec: Option<&Texts>, actual: &Texts) -> bool {
+    if spec == Some(actual) {
+        return true;
+    }
+    spec.map_or(0, Texts::len) == actual.len()
         && actual.iter().all(|(k, v)| {
-            let want = spec.and_then(|m| m.get(&**k)).and_then(|q| match q {
-                Value::String(s) => Quantity::parse(s).ok(),
-                Value::Number(n) => Quantity::parse(&n.to_string()).ok(),
-                _ => None,
-            });
+            let want = spec
+                .and_then(|m| m.get(k))
+                .and_then(|q| Quantity::parse(q).ok());
             want.is_some() && want == Quantity::parse(v).ok()
         })
+}
+
+/// Why `value` is not the object expected, in serde's words.
+fn not_an_object(value: &Value) -> String {
+    let kind = match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "map",
+    };
+    format!("invalid type: {kind}, expected an object")
 }
 
 fn seconds(text: &str) -> Result<i64, String> {
@@ -342,18 +450,23 @@ fn seconds(text: &str) -> Result<i64, String> {
 /// # Errors
 /// When it is not a map of quantities, naming the entry.
 pub fn resource_texts(list: Option<&Value>, field: &str) -> Result<Option<Texts>, String> {
-    let Some(list) = list else { return Ok(None) };
+    let Some(list) = list.filter(|l| !l.is_null()) else {
+        return Ok(None);
+    };
     let map = list
         .as_object()
-        .ok_or_else(|| format!("resources.{field}: expected an object"))?;
-    map.iter()
+        .ok_or_else(|| format!("resources.{field}: {}", not_an_object(list)))?;
+    let pairs = map
+        .iter()
         .map(|(k, v)| match v {
-            Value::String(s) => Ok((k.as_str().into(), s.as_str().into())),
-            Value::Number(n) => Ok((k.as_str().into(), n.to_string().into())),
+            Value::String(s) => Ok((k.as_str(), Cow::Borrowed(s.as_str()))),
+            Value::Number(n) => Ok((k.as_str(), Cow::Owned(n.to_string()))),
             _ => Err(format!("resources.{field}.{k}: expected a quantity")),
         })
-        .collect::<Result<Vec<_>, _>>()
+        .collect::<Result<Vec<_>, _>>()?;
+    Texts::try_from_pairs(pairs)
         .map(Some)
+        .map_err(|e| format!("resources.{field}: {e}"))
 }
 
 fn container_state(cs: &Value) -> Result<ContainerState, String> {
@@ -388,82 +501,5 @@ fn container_state(cs: &Value) -> Result<ContainerState, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn pod(status: Value) -> Value {
-        json!({
-            "metadata": {
-                "name": "agent-x", "namespace": "monitoring", "uid": "u1", "resourceVersion": "7",
-                "labels": {"app": "agent"},
-                "annotations": {"vpaObservedContainers": "agent", "other": "dropped"},
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent", "controller": true, "uid": "d1"}],
-            },
-            "spec": {
-                "nodeName": "node-a",
-                "containers": [{"name": "agent", "image": "x", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}}],
-            },
-            "status": status,
-        })
-    }
-
-    #[test]
-    fn keeps_what_decisions_read() {
-        let p = RunningPod::from_value(&pod(json!({
-            "phase": "Running",
-            "startTime": "2026-11-25T10:00:00Z",
-            "conditions": [
-                {"type": "Ready", "status": "True"},
-                {"type": "PodResizePending", "status": "True", "reason": "Infeasible", "message": "too big"},
-            ],
-            "containerStatuses": [{
-                "name": "agent",
-                "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}},
-                "lastState": {"terminated": {"reason": "OOMKilled", "startedAt": "2026-11-25T10:00:00Z", "finishedAt": "2026-11-25T10:01:40Z"}},
-            }],
-        })))
-        .expect("pod");
-        assert_eq!(&*p.name, "agent-x");
-        assert_eq!(p.node.as_deref(), Some("node-a"));
-        assert_eq!(p.daemonset.as_deref(), Some("agent"));
-        assert_eq!(p.phase, PodPhase::Running);
-        assert!(p.ready);
-        assert_eq!(p.start_time, Some(1_795_600_800));
-        assert_eq!(p.resize, ResizeStatus::Infeasible("too big".into()));
-        assert_eq!(p.containers[0].last_oom_after, Some(100));
-        let view = p.view();
-        assert_eq!(view.annotation("vpaObservedContainers"), Some("agent"));
-        assert_eq!(view.annotation("other"), None);
-        assert_eq!(view.daemonset_controller(), Some("agent"));
-        assert_eq!(
-            view.spec.containers[0]
-                .requests()
-                .and_then(|r| r.get("cpu"))
-                .map(|q| &*q.0),
-            Some("100m")
-        );
-    }
-
-    #[test]
-    fn bad_fields_are_named() {
-        let mut bad = pod(json!({"startTime": "yesterday"}));
-        let e = RunningPod::from_value(&bad).expect_err("bad time");
-        assert_eq!(
-            e.to_string(),
-            "Pod monitoring/agent-x: status.startTime: \"yesterday\" is not an RFC 3339 time: \
-             failed to parse four digit integer as year: invalid digit, expected 0-9 but got y"
-        );
-        bad["status"] = json!({});
-        bad["spec"]["containers"][0]["resources"]["requests"] = json!(["1"]);
-        let e = RunningPod::from_value(&bad).expect_err("bad resources");
-        assert_eq!(
-            e.to_string(),
-            "Pod monitoring/agent-x: spec.containers[0].resources.requests: invalid type: array, expected an object"
-        );
-        let e = RunningPod::from_value(&json!({"metadata": {"name": "x"}})).expect_err("no ns");
-        assert_eq!(
-            e.to_string(),
-            "Pod <no namespace>/x: metadata.name and metadata.namespace are required"
-        );
-    }
-}
+#[path = "running_tests.rs"]
+mod tests;

@@ -207,16 +207,16 @@ async fn act(
     let pod_ref = ObjectReference {
         api_version: Some("v1".into()),
         kind: Some("Pod".into()),
-        namespace: Some(plan.namespace.clone()),
-        name: Some(plan.pod.clone()),
-        uid: Some(plan.uid.clone()),
+        namespace: Some(plan.namespace.to_string()),
+        name: Some(plan.pod.to_string()),
+        uid: Some(plan.uid.to_string()),
         ..ObjectReference::default()
     };
     let vpa_ref = ObjectReference {
         api_version: Some("autoscaling.k8s.io/v1".into()),
         kind: Some("VerticalPodAutoscaler".into()),
-        namespace: Some(plan.namespace.clone()),
-        name: Some(plan.vpa.clone()),
+        namespace: Some(plan.namespace.to_string()),
+        name: Some(plan.vpa.to_string()),
         ..ObjectReference::default()
     };
     match plan.action {
@@ -236,7 +236,9 @@ async fn act(
                 Err(error) => {
                     let reason = match &error {
                         ResizeError::Infeasible { .. } => {
-                            memory.infeasible.insert(plan.uid.clone(), requested(plan));
+                            memory
+                                .infeasible
+                                .insert(plan.uid.to_string(), requested(plan));
                             "Infeasible"
                         }
                         ResizeError::Stale { .. } => "Stale",

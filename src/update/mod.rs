@@ -24,7 +24,10 @@ pub mod synthetic;
 pub mod workloads;
 
 use crate::mutate::{MissingNodeRecommendation, Patch};
+use crate::pods::Texts;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::sync::Arc;
 
 pub use self::plan::{plan_pass, Memory};
 pub use self::workloads::{DaemonSetInfo, Workloads};
@@ -86,83 +89,16 @@ impl Action {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Resources {
     /// `resources.requests`.
-    pub requests: Quantities,
+    pub requests: Texts,
     /// `resources.limits`.
-    pub limits: Quantities,
-}
-
-/// Resource name to quantity text, in name order; serialized as a JSON
-/// object. A pass holds four of these per container of every pod, so
-/// they are one small vector each rather than a `BTreeMap` (whose every
-/// node is a 500-byte allocation).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Quantities(Vec<(Box<str>, Box<str>)>);
-
-impl Quantities {
-    /// The quantity of `resource`.
-    #[must_use]
-    pub fn get(&self, resource: &str) -> Option<&str> {
-        self.find(resource).ok().map(|i| &*self.0[i].1)
-    }
-
-    /// Sets `resource` to `quantity`.
-    pub fn insert(&mut self, resource: &str, quantity: impl Into<Box<str>>) {
-        match self.find(resource) {
-            Ok(i) => self.0[i].1 = quantity.into(),
-            Err(i) => self.0.insert(i, (resource.into(), quantity.into())),
-        }
-    }
-
-    /// (resource, quantity) in resource order.
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.0.iter().map(|(k, v)| (&**k, &**v))
-    }
-
-    /// How many resources.
-    #[must_use]
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are none.
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn find(&self, resource: &str) -> Result<usize, usize> {
-        self.0.binary_search_by(|(k, _)| (**k).cmp(resource))
-    }
-}
-
-impl<K: AsRef<str>, V: Into<Box<str>>> FromIterator<(K, V)> for Quantities {
-    /// As a map: a resource listed twice keeps its last quantity.
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let iter = iter.into_iter();
-        let mut out = Quantities(Vec::with_capacity(iter.size_hint().0));
-        for (k, v) in iter {
-            out.insert(k.as_ref(), v);
-        }
-        out
-    }
-}
-
-impl Serialize for Quantities {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (k, v) in self.iter() {
-            map.serialize_entry(k, v)?;
-        }
-        map.end()
-    }
+    pub limits: Texts,
 }
 
 /// One container the VPA controls.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ContainerChange {
-    /// The container.
-    pub name: String,
+    /// The container (shared with the pod).
+    pub name: Arc<str>,
     /// What it runs with: the actuated resources the kubelet reports, else
     /// the spec.
     pub current: Resources,
@@ -171,24 +107,26 @@ pub struct ContainerChange {
     pub desired: Option<Resources>,
 }
 
-/// The decision for one pod.
+/// The decision for one pod. A pass makes one for every pod, so the names
+/// are shared with the pod ([`crate::pods::RunningPod`]) rather than
+/// copied, and a fixed reason is not allocated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodPlan {
     /// The pod's namespace.
-    pub namespace: String,
+    pub namespace: Arc<str>,
     /// The pod's name.
-    pub pod: String,
+    pub pod: Arc<str>,
     /// The VPA that controls it.
-    pub vpa: String,
+    pub vpa: Arc<str>,
     /// Its node.
-    pub node: Option<String>,
+    pub node: Option<Arc<str>>,
     /// The group it belongs to (`None` when its node is unknown).
-    pub scope_value: Option<String>,
+    pub scope_value: Option<Arc<str>>,
     /// What to do.
     pub action: Action,
     /// Why.
-    pub reason: String,
+    pub reason: Cow<'static, str>,
     /// The containers the VPA controls.
     pub containers: Vec<ContainerChange>,
     /// The resize body (for `resize`).
@@ -196,8 +134,8 @@ pub struct PodPlan {
     pub ops: Patch,
     /// The pod's resourceVersion when planned.
     #[serde(skip)]
-    pub resource_version: String,
+    pub resource_version: Arc<str>,
     /// The pod's UID.
     #[serde(skip)]
-    pub uid: String,
+    pub uid: Arc<str>,
 }

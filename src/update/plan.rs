@@ -7,7 +7,7 @@ use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecisi
 use super::workloads::{DaemonSetInfo, Workloads};
 use super::{Action, PodPlan, UpdateConfig};
 use crate::mutate::pod::PodView;
-use crate::mutate::{Sizing, OBSERVED_CONTAINERS_ANNOTATION};
+use crate::mutate::{resize_ops, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::pods::{PodPhase, RunningPod};
 use crate::policy::PolicyInputs;
 use crate::store::Snapshot;
@@ -80,6 +80,7 @@ pub fn plan_pass(
         let group = Group {
             snapshot,
             vpa,
+            vpa_name: std::sync::Arc::from(vpa.name.as_str()),
             daemonset,
             config,
             now,
@@ -104,6 +105,8 @@ fn push(out: &mut Vec<PodPlan>, mut plan: PodPlan) {
 struct Group<'a> {
     snapshot: &'a Snapshot,
     vpa: &'a VpaPolicy,
+    /// Shared by the group's plans.
+    vpa_name: std::sync::Arc<str>,
     daemonset: Option<&'a DaemonSetInfo>,
     config: &'a UpdateConfig,
     now: i64,
@@ -112,6 +115,8 @@ struct Group<'a> {
 /// A pod that passed the priority rules, waiting for the disruption check.
 struct Candidate<'p> {
     pod: &'p RunningPod,
+    view: PodView<'p>,
+    sizing: Sizing,
     plan: PodPlan,
     priority: PodPriority,
     quick_oom: bool,
@@ -149,7 +154,7 @@ impl Group<'_> {
                 None
             };
             if let Some(reason) = skip {
-                plan.0.reason = reason;
+                plan.0.reason = reason.into();
                 push(out, plan.0);
                 continue;
             }
@@ -158,31 +163,32 @@ impl Group<'_> {
                 plan.reason = if sizing.warnings.is_empty() {
                     "no recommendation for its containers".into()
                 } else {
-                    sizing.warnings.join("; ")
+                    sizing.warnings.join("; ").into()
                 };
                 push(out, plan);
                 continue;
             }
-            let settled = plan.ops.is_empty()
-                && !pod.resize.is_updating()
-                && plan
-                    .containers
-                    .iter()
-                    .all(|c| c.desired.as_ref() == Some(&c.current));
+            // At its target already: the desired resources and the resize
+            // body are built only for the pods a pass may act on.
+            let settled = !pod.resize.is_updating()
+                && desired::at_target(&plan, pod, &sizing)
+                && resize_ops(&view, &sizing).is_empty();
             if settled {
                 plan.reason = "at its recommendation".into();
                 push(out, plan);
                 continue;
             }
-            match self.prioritize(pod, &view, &sizing, &plan, memory) {
+            match self.prioritize(pod, &view, &sizing, &mut plan, memory) {
                 Ok((priority, quick_oom)) => candidates.push(Candidate {
                     pod,
+                    view,
+                    sizing,
                     plan,
                     priority,
                     quick_oom,
                 }),
                 Err(reason) => {
-                    plan.reason = reason;
+                    plan.reason = reason.into();
                     push(out, plan);
                 }
             }
@@ -228,13 +234,16 @@ impl Group<'_> {
                 c.plan.reason = format!(
                     "{} live pods, fewer than --min-replicas {}",
                     live, self.config.min_replicas
-                );
+                )
+                .into();
                 push(out, c.plan);
             }
             return;
         };
         for Candidate {
             pod,
+            view,
+            sizing,
             mut plan,
             priority,
             quick_oom,
@@ -251,7 +260,10 @@ impl Group<'_> {
             } else {
                 0
             };
-            let why = describe(&priority, quick_oom);
+            let why = Why {
+                priority: &priority,
+                quick_oom,
+            };
             let decision = if in_place {
                 if pod.phase == PodPhase::Pending {
                     InPlaceDecision::Deferred
@@ -271,32 +283,37 @@ impl Group<'_> {
                 InPlaceDecision::Deferred
             };
             match decision {
-                InPlaceDecision::Approved | InPlaceDecision::Infeasible if !plan.ops.is_empty() => {
-                    stats.in_place_initiated += 1;
-                    plan.action = Action::Resize;
-                    plan.reason = why;
-                }
                 InPlaceDecision::Approved | InPlaceDecision::Infeasible => {
-                    plan.reason = match &pod.resize {
-                        crate::pods::ResizeStatus::Infeasible(m) => {
-                            format!("resize infeasible ({m}); waiting for a lower recommendation")
-                        }
-                        _ => "resize asked for; waiting for the kubelet to actuate it".into(),
-                    };
+                    let ops = resize_ops(&view, &sizing);
+                    if ops.is_empty() {
+                        plan.reason = match &pod.resize {
+                            crate::pods::ResizeStatus::Infeasible(m) => format!(
+                                "resize infeasible ({m}); waiting for a lower recommendation"
+                            )
+                            .into(),
+                            _ => "resize asked for; waiting for the kubelet to actuate it".into(),
+                        };
+                    } else {
+                        stats.in_place_initiated += 1;
+                        plan.ops = ops;
+                        plan.action = Action::Resize;
+                        plan.reason = why.to_string().into();
+                    }
                 }
                 InPlaceDecision::Evict if webhook_fresh => {
                     stats.evicted += 1;
                     plan.action = Action::Evict;
                     plan.reason = match &pod.resize {
-                        crate::pods::ResizeStatus::None => why,
-                        status => format!("{why}; resize {}", status_words(status)),
+                        crate::pods::ResizeStatus::None => why.to_string().into(),
+                        status => format!("{why}; resize {}", status_words(status)).into(),
                     };
                 }
                 InPlaceDecision::Evict => {
                     plan.reason = format!(
                         "{why}, but nodescope's webhook has not renewed its status Lease: no eviction, \
                          since the pod would come back without its group"
-                    );
+                    )
+                    .into();
                 }
                 InPlaceDecision::Deferred => {
                     plan.reason = match &pod.resize {
@@ -306,10 +323,13 @@ impl Group<'_> {
                         crate::pods::ResizeStatus::None => format!(
                             "{why}; deferred: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
                             stats.eviction_tolerance.max(1), stats.configured
-                        ),
-                        status => format!("resize {}: waiting", status_words(status)),
+                        ).into(),
+                        status => format!("resize {}: waiting", status_words(status)).into(),
                     };
                 }
+            }
+            if plan.action != Action::None {
+                desired::fill(&mut plan, pod, &sizing);
             }
             push(out, plan);
         }
@@ -321,7 +341,7 @@ impl Group<'_> {
         pod: &RunningPod,
         view: &PodView<'_>,
         sizing: &Sizing,
-        plan: &PodPlan,
+        plan: &mut PodPlan,
         memory: &Memory,
     ) -> Result<(PodPriority, bool), String> {
         let observed: Option<Vec<&str>> = view
@@ -342,7 +362,7 @@ impl Group<'_> {
         let requests = |name: &str| {
             plan.containers
                 .iter()
-                .find(|c| c.name == name)
+                .find(|c| &*c.name == name)
                 .map(|c| priority::parse_list(c.current.requests.iter()))
                 .unwrap_or_default()
         };
@@ -371,6 +391,7 @@ impl Group<'_> {
         .map_err(|n| n.reason().to_owned())?;
         if self.vpa.update_mode == UpdateMode::InPlace {
             if let Some(last) = memory.infeasible.get(&*pod.uid) {
+                desired::fill(plan, pod, sizing);
                 if !has_lower_resource(last, &requested(plan)) {
                     return Err(
                         "its last resize was infeasible and the recommendation asks no less".into(),
@@ -390,28 +411,36 @@ pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
         .iter()
         .filter_map(|c| {
             let d = c.desired.as_ref()?;
-            Some((c.name.clone(), priority::parse_list(d.requests.iter())))
+            Some((c.name.to_string(), priority::parse_list(d.requests.iter())))
         })
         .collect()
 }
 
-fn describe(priority: &PodPriority, quick_oom: bool) -> String {
-    if quick_oom {
-        format!(
-            "a container was OOM-killed soon after it started (change {:.2})",
-            priority.resource_diff
-        )
-    } else if priority.outside_recommended_range {
-        format!(
-            "outside its recommended range (change {:.2})",
-            priority.resource_diff
-        )
-    } else {
-        format!(
-            "{} its recommendation by {:.2}",
-            if priority.scale_up { "below" } else { "above" },
-            priority.resource_diff
-        )
+/// Why a pod is a candidate, in words; formatted only into the reason it
+/// ends in (a pass makes tens of thousands).
+struct Why<'p> {
+    priority: &'p PodPriority,
+    quick_oom: bool,
+}
+
+impl std::fmt::Display for Why<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let change = self.priority.resource_diff;
+        if self.quick_oom {
+            write!(
+                f,
+                "a container was OOM-killed soon after it started (change {change:.2})"
+            )
+        } else if self.priority.outside_recommended_range {
+            write!(f, "outside its recommended range (change {change:.2})")
+        } else {
+            let side = if self.priority.scale_up {
+                "below"
+            } else {
+                "above"
+            };
+            write!(f, "{side} its recommendation by {change:.2}")
+        }
     }
 }
 

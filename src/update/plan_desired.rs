@@ -2,17 +2,20 @@
 //! was created, and the plan's current and desired resources.
 
 use super::{Group, PodPlan};
-use crate::json::borrowed::{JsonMap, QuantityText, Str};
 use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::pod::{PodView, ResourcesView};
-use crate::mutate::{resize_ops, size_pod, Sizing};
-use crate::pods::RunningPod;
-use crate::update::{Action, ContainerChange, Quantities, Resources};
+use crate::mutate::{size_pod, Patch, Sizing};
+use crate::pods::{view_texts, RunningPod};
+use crate::update::{Action, ContainerChange, Resources};
 use crate::vpa::Placement;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 impl Group<'_> {
-    /// The pod's plan with current and desired resources, and the sizing.
+    /// The pod's plan with its current resources (shared with the pod), and
+    /// the sizing: what the webhook would give it now. The desired
+    /// resources and the resize body are left to [`fill`] and
+    /// [`resize_ops`], for the few plans that act on them.
     pub(super) fn sized(&self, pod: &RunningPod, actual: &PodView<'_>) -> (PodPlan, Sizing) {
         let creation = self.creation_view(pod, actual);
         let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
@@ -23,59 +26,49 @@ impl Group<'_> {
             self.snapshot.limit_ranges(&pod.namespace),
             self.config.missing,
         );
-        let ops = resize_ops(actual, &sizing);
-        let mut containers = Vec::new();
+        let mut containers = Vec::with_capacity(sizing.containers.len());
         for sized in &sizing.containers {
-            let Some(c) = actual.spec.containers.get(sized.index) else {
+            let Some(c) = pod.spec.get(sized.index) else {
                 continue;
             };
             let state = pod.container_state(&c.name);
-            let spec = |m: Option<&JsonMap<Str<'_>, QuantityText<'_>>>| -> Quantities {
-                m.into_iter()
-                    .flat_map(JsonMap::iter)
-                    .map(|(k, v)| (&**k, &*v.0))
-                    .collect()
-            };
-            let status = |m: &Option<crate::pods::Texts>| {
-                m.as_ref()
-                    .map(|l| l.iter().map(|(k, v)| (&**k, &**v)).collect::<Quantities>())
-            };
+            // The actuated resources the kubelet reports, else the spec.
             let current = Resources {
                 requests: state
-                    .and_then(|s| status(&s.requests))
-                    .unwrap_or_else(|| spec(c.requests())),
+                    .and_then(|s| s.requests.clone())
+                    .or_else(|| c.requests.clone())
+                    .unwrap_or_default(),
                 limits: state
-                    .and_then(|s| status(&s.limits))
-                    .unwrap_or_else(|| spec(c.limits())),
+                    .and_then(|s| s.limits.clone())
+                    .or_else(|| c.limits.clone())
+                    .unwrap_or_default(),
             };
-            let mut desired = current.clone();
-            for (r, q) in &sized.requests {
-                desired.requests.insert(r, q.to_string());
-            }
-            for (r, q) in &sized.limits {
-                desired.limits.insert(r, q.to_string());
-            }
             containers.push(ContainerChange {
-                name: c.name.to_string(),
+                name: c.name.clone(),
                 current,
-                desired: Some(desired),
+                desired: None,
             });
         }
+        let scope_value = match placement {
+            // A node-scoped group is named after the pod's node: share it.
+            Placement::Group { value, .. } => Some(match &pod.node {
+                Some(node) if **node == *value => node.clone(),
+                _ => Arc::from(value),
+            }),
+            _ => None,
+        };
         let plan = PodPlan {
-            namespace: pod.namespace.to_string(),
-            pod: pod.name.to_string(),
-            vpa: self.vpa.name.clone(),
-            node: pod.node.as_deref().map(str::to_owned),
-            scope_value: match placement {
-                Placement::Group { value, .. } => Some(value.to_owned()),
-                _ => None,
-            },
+            namespace: pod.namespace.clone(),
+            pod: pod.name.clone(),
+            vpa: self.vpa_name.clone(),
+            node: pod.node.clone(),
+            scope_value,
             action: Action::None,
-            reason: String::new(),
+            reason: Cow::Borrowed(""),
             containers,
-            ops,
-            resource_version: pod.resource_version.to_string(),
-            uid: pod.uid.to_string(),
+            ops: Patch::default(),
+            resource_version: pod.resource_version.clone(),
+            uid: pod.uid.clone(),
         };
         (plan, sizing)
     }
@@ -94,28 +87,47 @@ impl Group<'_> {
         let template = &self.daemonset?.template;
         // A copy to rewrite: only for pods without the mark.
         let mut view = pod.view();
-        let texts = |list: &'p Option<crate::pods::Texts>| {
-            list.as_ref().map(|l| {
-                JsonMap(
-                    l.iter()
-                        .map(|(k, v)| {
-                            (
-                                Str(Cow::Borrowed(&**k)),
-                                QuantityText(Str(Cow::Borrowed(&**v))),
-                            )
-                        })
-                        .collect(),
-                )
-            })
-        };
         for c in &mut view.spec.containers {
             if let Some((_, (requests, limits))) = template.iter().find(|(n, _)| **n == *c.name) {
                 c.resources = Some(ResourcesView {
-                    requests: texts(requests),
-                    limits: texts(limits),
+                    requests: view_texts(requests.as_ref()),
+                    limits: view_texts(limits.as_ref()),
                 });
             }
         }
         Some(view)
+    }
+}
+
+/// Whether every container already runs with what the sizing gives it,
+/// text for text (the desired resources would equal the current ones).
+pub(super) fn at_target(plan: &PodPlan, pod: &RunningPod, sizing: &Sizing) -> bool {
+    let mut buffer = String::new();
+    sizing.containers.iter().all(|sized| {
+        let name = pod.spec.get(sized.index).map(|c| &*c.name);
+        plan.containers
+            .iter()
+            .find(|c| Some(&*c.name) == name)
+            .is_some_and(|c| {
+                c.current.requests.holds(&sized.requests, &mut buffer)
+                    && c.current.limits.holds(&sized.limits, &mut buffer)
+            })
+    })
+}
+
+/// Sets each container's desired resources: the current ones with the
+/// sizing's applied.
+pub(super) fn fill(plan: &mut PodPlan, pod: &RunningPod, sizing: &Sizing) {
+    for sized in &sizing.containers {
+        let Some(name) = pod.spec.get(sized.index).map(|c| &*c.name) else {
+            continue;
+        };
+        let Some(c) = plan.containers.iter_mut().find(|c| *c.name == *name) else {
+            continue;
+        };
+        c.desired = Some(Resources {
+            requests: c.current.requests.with_quantities(&sized.requests),
+            limits: c.current.limits.with_quantities(&sized.limits),
+        });
     }
 }

@@ -50,7 +50,7 @@ fn pass(objects: Vec<Value>) -> Vec<(String, Action, String)> {
         NOW,
     )
     .into_iter()
-    .map(|p| (p.pod, p.action, p.reason))
+    .map(|p| (p.pod.to_string(), p.action, p.reason.into_owned()))
     .collect();
     plans.sort_by(|a, b| a.0.cmp(&b.0));
     plans
