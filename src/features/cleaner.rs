@@ -128,7 +128,12 @@ async fn publish(recorder: &Recorder, resource: &ApiResource, patch: &CleanupPat
             "removed {} as Feature {feature} turns off (declared in its spec.cleanup)",
             patch.json_pointer
         )),
-        action: "Cleanup".to_owned(),
+        // The recorder folds Events of one object, reason and action into
+        // one series: an action per field keeps one Event per removal.
+        action: format!("Remove {}", patch.json_pointer)
+            .chars()
+            .take(128)
+            .collect(),
         secondary: None,
     };
     if let Err(error) = recorder.publish(&event, &reference).await {
