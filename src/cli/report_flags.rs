@@ -13,21 +13,21 @@ use std::time::Duration;
 pub struct ReportFlags {
     /// Do not report in the Features' status.uses (the lifecycle
     /// controller then cannot wait for this instance's confirmation).
-    #[arg(long)]
+    #[arg(long, env = "NODESCOPE_NO_REPORT")]
     pub no_report: bool,
     /// The Features this component consults, as NAMESPACE/NAME or NAME (in
     /// kube-system); comma-separated or repeated. Each component's default
     /// is the Features it obeys.
-    #[arg(long, value_delimiter = ',', value_parser = reporter::parse_feature)]
+    #[arg(long, env = "NODESCOPE_REPORT_FEATURES", value_delimiter = ',', value_parser = reporter::parse_feature)]
     pub report_features: Vec<(String, String)>,
     /// The longest time between two writes of an unchanged report: each
     /// instance writes one per Feature this often, and once more at each
     /// change it observes.
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, env = "NODESCOPE_REPORT_HEARTBEAT", default_value = "60s", value_parser = parse_duration)]
     pub report_heartbeat: Duration,
     /// How long after its last write a report is ignored, then removed, by
     /// the lifecycle controller: at least twice the heartbeat.
-    #[arg(long, default_value = "3m", value_parser = parse_duration)]
+    #[arg(long, env = "NODESCOPE_REPORT_EXPIRY", default_value = "3m", value_parser = parse_duration)]
     pub report_expiry: Duration,
 }
 

@@ -140,3 +140,30 @@ async fn publish(recorder: &Recorder, resource: &ApiResource, patch: &CleanupPat
         tracing::warn!(%error, "event not recorded");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn api_error(code: u16, message: &str) -> kube::Error {
+        kube::Error::Api(
+            kube::core::Status::failure(message, "")
+                .with_code(code)
+                .boxed(),
+        )
+    }
+
+    #[test]
+    fn a_failed_test_a_conflict_or_a_gone_object_is_a_conflict_and_the_rest_failures() {
+        // What the apiserver answers when the JSON patch's test fails.
+        let test_failed = api_error(
+            422,
+            "the server rejected our request due to an error in our request: testing value /metadata/resourceVersion failed: test failed",
+        );
+        assert!(is_conflict(&test_failed));
+        assert!(is_conflict(&api_error(409, "the object has been modified")));
+        assert!(is_conflict(&api_error(404, "not found")));
+        assert!(!is_conflict(&api_error(422, "spec.scope: Invalid value")));
+        assert!(!is_conflict(&api_error(403, "forbidden")));
+    }
+}
