@@ -81,6 +81,8 @@ impl One {
         let mut ticks = tokio::time::interval(tick);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut retry_at = tokio::time::Instant::now();
+        // Whether the current (re-)list has delivered the Feature.
+        let mut listed = false;
         loop {
             tokio::select! {
                 event = events.next() => match event {
@@ -88,13 +90,20 @@ impl One {
                         if let Ok(value) = serde_json::to_value(&object) {
                             known = report::reports(&value);
                             latest = Some(value);
+                            listed = true;
                         }
                     }
                     Some(Ok(Event::Delete(_))) => {
                         latest = None;
                         known.clear();
                     }
-                    Some(Ok(Event::Init | Event::InitDone)) => {}
+                    Some(Ok(Event::Init)) => listed = false,
+                    // A re-list without the Feature: deleted meanwhile.
+                    Some(Ok(Event::InitDone)) if !listed => {
+                        latest = None;
+                        known.clear();
+                    }
+                    Some(Ok(Event::InitDone)) => {}
                     Some(Err(error)) => {
                         tracing::debug!(feature = %self.label(), %error, "watch error; backing off");
                         continue;
@@ -123,6 +132,12 @@ impl One {
                 Ok(()) => {
                     tracing::debug!(feature = %self.label(), state = ?observed.observed_state, "reported");
                     known = report::merge(&known, &observed);
+                }
+                Err(kube::Error::Api(status)) if status.code == 404 => {
+                    // Deleted since the watch saw it: its next creation
+                    // comes through the watch.
+                    latest = None;
+                    known.clear();
                 }
                 Err(error) => {
                     tracing::warn!(feature = %self.label(), %error, "report not written; retrying");
