@@ -98,6 +98,8 @@ async fn lead(
         if !*leading.borrow_and_update() {
             if was_leading {
                 tracing::info!(lease = %lease_name, instance = %config.instance, "lost the Lease");
+                // The new leader's series are the ones to read.
+                metrics.observe(&[]);
             }
             was_leading = false;
             tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
