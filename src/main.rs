@@ -101,6 +101,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         min_interval: controller.min_interval,
                         instance: controller.instance.clone(),
                         lease,
+                        announce: controller.announce,
                     };
                     let shutdown = async move {
                         tokio::select! {
@@ -109,7 +110,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         }
                     };
                     let result =
-                        nodescope::features::controller::run(client, config, &metrics.leader, shutdown)
+                        nodescope::features::controller::run(client, config, &metrics, shutdown)
                             .await;
                     probes.abort();
                     result.context("features controller")?;

@@ -42,6 +42,16 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
             ),
             (s(&["metrics.k8s.io"]), s(&["pods"]), s(&["get", "list"])),
             (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features"]),
+                s(&["get", "list", "watch"])
+            ),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features/status"]),
+                s(&["patch"])
+            ),
+            (
                 s(&["nodescope.dev"]),
                 s(&["recommendationcheckpoints"]),
                 s(&["get", "list", "watch", "create", "patch", "delete"])
@@ -112,6 +122,11 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
                 s(&["featureflags.nodescope.dev"]),
                 s(&["features"]),
                 read.clone()
+            ),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features/status"]),
+                s(&["patch"])
             ),
         ]
     );
@@ -267,6 +282,16 @@ fn the_balloon_component_runs_as_node_resizer_with_least_rbac_two_replicas_probe
             ),
             (s(&[""]), s(&["pods"]), read.clone()),
             (s(&[""]), s(&["pods/resize"]), s(&["patch"])),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features"]),
+                read.clone()
+            ),
+            (
+                s(&["featureflags.nodescope.dev"]),
+                s(&["features/status"]),
+                s(&["patch"])
+            ),
             (s(&[""]), s(&["events"]), s(&["create", "patch"])),
             (
                 s(&["events.k8s.io"]),

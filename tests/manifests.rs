@@ -286,7 +286,8 @@ fn the_vpa_webhooks_match_any_non_empty_scope_split_by_whether_it_is_new() {
 }
 
 #[test]
-fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_lease() {
+fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_lease_and_its_feature_reports(
+) {
     use clap::Parser;
     let mut roles = Vec::new();
     for file in yaml_files(&manifests()) {
@@ -339,6 +340,18 @@ fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_l
     for role in &roles {
         assert!(role.get("aggregationRule").is_none());
         for rule in role["rules"].as_array().unwrap() {
+            // The one cluster-wide write: each replica's own report in the
+            // status of the two Features it obeys.
+            if strings(&rule["resources"]) == ["features/status"] {
+                assert_eq!(
+                    rule,
+                    &serde_json::json!({"apiGroups": ["featureflags.nodescope.dev"],
+                        "resources": ["features/status"],
+                        "resourceNames": ["vpa-node-scope", "balloon-pods"],
+                        "verbs": ["patch"]})
+                );
+                continue;
+            }
             for verb in strings(&rule["verbs"]) {
                 assert!(
                     ["get", "list", "watch"].contains(&verb.as_str()),
@@ -972,7 +985,7 @@ fn the_base_names_the_server_image_once_so_an_overlay_can_replace_it() {
 }
 
 #[test]
-fn the_features_controller_reads_what_the_gates_match_and_writes_only_feature_status_events_and_its_lease(
+fn the_features_controller_reads_what_the_gates_match_and_writes_only_features_their_declared_cleanup_events_and_its_lease(
 ) {
     let objects = base();
     let v = |items: &[&str]| items.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
@@ -994,6 +1007,12 @@ fn the_features_controller_reads_what_the_gates_match_and_writes_only_feature_st
                 v(&["features"]),
                 read.clone()
             ),
+            // Only the Features nodescope owns, when absent (--announce).
+            (
+                v(&["featureflags.nodescope.dev"]),
+                v(&["features"]),
+                v(&["create"])
+            ),
             (
                 v(&["featureflags.nodescope.dev"]),
                 v(&["features/status"]),
@@ -1004,6 +1023,12 @@ fn the_features_controller_reads_what_the_gates_match_and_writes_only_feature_st
                 v(&["autoscaling.k8s.io"]),
                 v(&["verticalpodautoscalers"]),
                 read.clone()
+            ),
+            // vpa-node-scope's spec.cleanup, while it is TurningOff.
+            (
+                v(&["autoscaling.k8s.io"]),
+                v(&["verticalpodautoscalers", "verticalpodautoscalers/status"]),
+                v(&["patch"])
             ),
             (v(&[""]), v(&["pods"]), read.clone()),
             (v(&["apps"]), v(&["daemonsets"]), read.clone()),

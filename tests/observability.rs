@@ -142,18 +142,56 @@ fn a_fresh_features_controller_exports_exactly_its_families() {
         sorted_samples(metrics.registry()),
         [
             "nodescope_build_info",
+            "nodescope_feature_cleanup_patches_total",
+            "nodescope_feature_reports_missing",
+            "nodescope_feature_state",
+            "nodescope_feature_transitions_total",
+            "nodescope_feature_uses",
             "nodescope_http_responses_total",
             "nodescope_leader"
         ]
     );
+    // The per-Feature gauges have series from the leader's first pass.
     assert_eq!(
         sorted(&text),
-        ["nodescope_build_info", "nodescope_leader"],
+        [
+            "nodescope_build_info",
+            "nodescope_feature_cleanup_patches",
+            "nodescope_feature_transitions",
+            "nodescope_leader"
+        ],
         "{text}"
     );
-    assert!(text
-        .lines()
-        .any(|l| l == r#"nodescope_leader{lease="nodescope-system/nodescope-features"} 0"#));
+    for line in [
+        r#"nodescope_leader{lease="nodescope-system/nodescope-features"} 0"#,
+        r#"nodescope_feature_cleanup_patches_total{result="conflict"} 0"#,
+        r#"nodescope_feature_cleanup_patches_total{result="failed"} 0"#,
+        r#"nodescope_feature_transitions_total{from="TurningOff",to="Off"} 0"#,
+        r#"nodescope_feature_transitions_total{from="none",to="TurningOff"} 0"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+    metrics
+        .features
+        .observe(&[nodescope::metrics::FeatureSample {
+            namespace: "kube-system".to_owned(),
+            name: "vpa-node-scope".to_owned(),
+            state: Some(nodescope::features::State::TurningOff),
+            uses: 3,
+            reports_missing: 1,
+        }]);
+    let text = metrics.render();
+    for line in [
+        r#"nodescope_feature_state{namespace="kube-system",name="vpa-node-scope",state="TurningOff"} 1"#,
+        r#"nodescope_feature_state{namespace="kube-system",name="vpa-node-scope",state="Off"} 0"#,
+        r#"nodescope_feature_uses{namespace="kube-system",name="vpa-node-scope"} 3"#,
+        r#"nodescope_feature_reports_missing{namespace="kube-system",name="vpa-node-scope"} 1"#,
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
+    }
+    // A Feature gone from the next pass loses its series.
+    metrics.features.observe(&[]);
+    assert!(!metrics.render().contains("vpa-node-scope"));
 }
 
 /// The JSON log lines at warn whose message is `message`.

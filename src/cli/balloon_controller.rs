@@ -38,6 +38,10 @@ pub struct ControllerArgs {
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,
+    /// What this replica observes of `balloon-pods`, reported in its
+    /// status.uses.
+    #[command(flatten)]
+    pub report: super::report_flags::ReportFlags,
 }
 
 /// Runs the controller until SIGTERM, with /metrics, /healthz and /readyz.
@@ -45,7 +49,15 @@ pub struct ControllerArgs {
 /// # Errors
 /// No cluster, a busy address, or a Lease that cannot be read.
 pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
+    let reporter = args.report.config(
+        "balloon-controller",
+        &super::report_flags::instance(&args.instance, "nodescope-balloon"),
+        &["balloon-pods"],
+    )?;
     let client = super::balloon::client().await?;
+    let reports = reporter
+        .map(|r| crate::features::reporter::spawn(&client, &r))
+        .unwrap_or_default();
     let metrics = BalloonMetrics::new();
     let ready = Arc::new(AtomicBool::new(false));
     let render = {
@@ -78,6 +90,7 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     )
     .await;
     server.abort();
+    reports.iter().for_each(tokio::task::JoinHandle::abort);
     result.map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,9 @@
-//! `nodescope features` and `nodescope features uses NAME`: the Features,
-//! and what keeps one from turning off, for people. Offline, from
-//! manifests: the same use discovery the controller runs
-//! ([`crate::features::find_uses`]) over the objects given with `-f`.
+//! `nodescope features` ([`super::features_list`]), `features uses NAME`
+//! and `features cleanup NAME` ([`super::features_cleanup`]): the Features,
+//! what keeps one from turning off and what turning it off clears, for
+//! people. From the cluster, or offline from manifests: the same use
+//! discovery the controller runs ([`crate::features::find_uses`]) over the
+//! objects given with `-f`.
 
 use super::dry_run::input::{str_at, InputError, SourceDocument};
 use super::dry_run::kinds::Kinds;
@@ -28,6 +30,9 @@ pub struct FeaturesArgs {
     pub command: Option<FeaturesCommand>,
     #[command(flatten)]
     pub source: Source,
+    /// Output format of the list.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: UsesFormat,
 }
 
 #[derive(Debug, Subcommand, Clone)]
@@ -35,6 +40,10 @@ pub enum FeaturesCommand {
     /// Every object that keeps a Feature from turning off, with the gating
     /// policy's message that says why. Exit 0: none; 1: some.
     Uses(UsesArgs),
+    /// The patches that clear what the Feature declares in spec.cleanup from
+    /// every object that uses it, as the controller sends them while the
+    /// Feature is TurningOff. Exit 0: none; 1: some.
+    Cleanup(super::features_cleanup::CleanupArgs),
     /// Run the lifecycle controller against the cluster of the kubeconfig
     /// (or the pod's service account): `desired: Disabled` turns a Feature
     /// `TurningOff`, then `Off` once nothing uses it and the settle time has
@@ -80,6 +89,11 @@ pub struct ControllerArgs {
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
     pub metrics_listen: std::net::SocketAddr,
+    /// Create the Features nodescope owns (kube-system/vpa-node-scope and
+    /// kube-system/balloon-pods, desired Enabled) when absent, on becoming
+    /// leader; one that exists is never changed.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub announce: bool,
 }
 
 /// `30s`, `500ms`, `2m`, `1h` or a number of seconds.
@@ -146,14 +160,14 @@ pub enum UsesFormat {
 }
 
 /// What a source holds once read.
-struct Loaded {
-    policies: PolicySet,
-    features: Vec<Value>,
-    listed: Vec<Listed>,
-    inputs: Snapshot,
+pub(crate) struct Loaded {
+    pub(crate) policies: PolicySet,
+    pub(crate) features: Vec<Value>,
+    pub(crate) listed: Vec<Listed>,
+    pub(crate) inputs: Snapshot,
 }
 
-fn load(source: &Source) -> Result<Loaded, RunError> {
+pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     if source.files.is_empty() && source.params.is_empty() {
         return load_cluster(source);
     }
@@ -258,7 +272,7 @@ fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
     })
 }
 
-fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses>, RunError> {
+pub(crate) fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses>, RunError> {
     find_uses(&loaded.policies, feature, &loaded.listed, &loaded.inputs)
         .map_err(|e| InputError::Usage(e.to_string()).into())
 }
@@ -270,75 +284,52 @@ fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses>, RunError
 pub fn run_features(args: &FeaturesArgs) -> Result<ExitCode, RunError> {
     match &args.command {
         Some(FeaturesCommand::Uses(uses)) => run_uses(uses),
+        Some(FeaturesCommand::Cleanup(cleanup)) => super::features_cleanup::run_cleanup(cleanup),
         Some(FeaturesCommand::Controller(_)) => Err(RunError::Internal(
             "the controller runs online, not through the offline runner".into(),
         )),
-        None => run_list(&args.source),
+        None => super::features_list::run_list(&args.source, args.output),
     }
 }
 
-fn run_list(source: &Source) -> Result<ExitCode, RunError> {
-    let loaded = load(source)?;
-    let now = Timestamp::now();
-    let mut rows = vec![[
-        "NAMESPACE",
-        "NAME",
-        "DESIRED",
-        "STATE",
-        "USES",
-        "LAST-TRANSITION",
-    ]
-    .map(str::to_owned)];
-    let mut features: Vec<&Value> = loaded.features.iter().collect();
-    features.sort_by_key(|f| {
-        (
-            str_at(f, "/metadata/namespace"),
-            str_at(f, "/metadata/name"),
-        )
-    });
-    for feature in features {
-        let uses: usize = uses_of(&loaded, feature)?
-            .iter()
-            .map(|p| p.uses.len())
-            .sum();
-        let or_dash = |s: &str| {
-            if s.is_empty() {
-                "-".to_owned()
-            } else {
-                s.to_owned()
-            }
-        };
-        rows.push([
-            or_dash(str_at(feature, "/metadata/namespace")),
-            or_dash(str_at(feature, "/metadata/name")),
-            or_dash(str_at(feature, "/spec/desired")),
-            or_dash(str_at(feature, "/status/state")),
-            uses.to_string(),
-            str_at(feature, "/status/lastTransitionTime")
-                .parse::<Timestamp>()
-                .map_or_else(|_| "-".to_owned(), |t| age(now, t)),
-        ]);
+/// The Feature `namespace/name` among those loaded.
+///
+/// # Errors
+/// None has that name (exit 2), naming those there are.
+pub(crate) fn find_feature<'l>(
+    loaded: &'l Loaded,
+    namespace: &str,
+    name: &str,
+) -> Result<&'l Value, RunError> {
+    if let Some(feature) = loaded.features.iter().find(|f| {
+        str_at(f, "/metadata/namespace") == namespace && str_at(f, "/metadata/name") == name
+    }) {
+        return Ok(feature);
     }
-    write_out(&table(&rows))?;
-    Ok(ExitCode::SUCCESS)
+    let mut known: Vec<String> = loaded
+        .features
+        .iter()
+        .map(|f| {
+            format!(
+                "{}/{}",
+                str_at(f, "/metadata/namespace"),
+                str_at(f, "/metadata/name")
+            )
+        })
+        .collect();
+    known.sort();
+    let known = if known.is_empty() {
+        "there is none".to_owned()
+    } else {
+        format!("there are {}", known.join(", "))
+    };
+    Err(InputError::Usage(format!("no Feature {namespace}/{name}: {known}")).into())
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
     let loaded = load(&args.source)?;
-    let feature = loaded
-        .features
-        .iter()
-        .find(|f| {
-            str_at(f, "/metadata/namespace") == args.namespace
-                && str_at(f, "/metadata/name") == args.name
-        })
-        .cloned()
-        // No Feature object: the gates still name it, so look as if it existed.
-        .unwrap_or_else(|| {
-            json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
-                   "metadata": {"namespace": args.namespace, "name": args.name}})
-        });
-    let uses: Vec<_> = uses_of(&loaded, &feature)?
+    let feature = find_feature(&loaded, &args.namespace, &args.name)?;
+    let uses: Vec<_> = uses_of(&loaded, feature)?
         .into_iter()
         .flat_map(|p| p.uses)
         .collect();
@@ -404,7 +395,7 @@ pub(crate) fn table<const N: usize>(rows: &[[String; N]]) -> String {
 }
 
 /// kubectl's short age: `45s`, `12m`, `5h`, `3d`.
-fn age(now: Timestamp, then: Timestamp) -> String {
+pub(crate) fn age(now: Timestamp, then: Timestamp) -> String {
     let seconds = now.duration_since(then).as_secs().max(0);
     match seconds {
         s if s < 120 => format!("{s}s"),
@@ -414,7 +405,7 @@ fn age(now: Timestamp, then: Timestamp) -> String {
     }
 }
 
-fn write_out(text: &str) -> Result<(), RunError> {
+pub(crate) fn write_out(text: &str) -> Result<(), RunError> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     out.write_all(text.as_bytes())

@@ -10,7 +10,10 @@ mod certs;
 mod demo;
 pub mod dry_run;
 pub mod features;
+mod features_cleanup;
+mod features_list;
 pub mod recommend;
+pub mod report_flags;
 mod serve;
 pub mod test_suite;
 pub mod update;
@@ -51,8 +54,9 @@ pub enum Command {
     Test(TestArgs),
     /// KEP-3920 Features: list them (namespace, name, desired, state, uses
     /// left, age of the last transition), `uses NAME` for every object that
-    /// keeps one from turning off (from the cluster, or offline from
-    /// manifests), or run the lifecycle `controller`.
+    /// keeps one from turning off, `cleanup NAME --dry-run` for what turning
+    /// it off clears (from the cluster, or offline from manifests), or run
+    /// the lifecycle `controller`.
     Features(Box<features::FeaturesArgs>),
     /// The scoped recommender: writes status.recommendationGroups (one
     /// recommendation per scope value) and the DaemonSet-wide
@@ -193,6 +197,10 @@ pub struct ServeArgs {
     /// binary on 127.0.0.1:8443 and print curl lines that post sample reviews.
     #[arg(long, env = "NODESCOPE_DEMO")]
     pub demo: bool,
+    /// With `--store kube`: what this replica observes of the Features it
+    /// obeys, reported in their status.uses.
+    #[command(flatten)]
+    pub report: report_flags::ReportFlags,
 }
 
 impl ServeArgs {

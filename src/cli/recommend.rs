@@ -52,6 +52,10 @@ pub struct RecommendArgs {
     pub upstream: UpstreamFlags,
     #[command(flatten)]
     pub running: RunningFlags,
+    /// What this replica observes of `vpa-node-scope`, reported in its
+    /// status.uses.
+    #[command(flatten)]
+    pub report: super::report_flags::ReportFlags,
 }
 
 /// How the recommender runs against a cluster.
@@ -368,9 +372,20 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
                 .into(),
         ),
     };
+    let reporter = args
+        .report
+        .config(
+            "recommender",
+            &super::report_flags::instance(&args.running.instance, "nodescope-recommender"),
+            &["vpa-node-scope"],
+        )
+        .map_err(RecommendError::Flags)?;
     let client = kube::Client::try_default()
         .await
         .map_err(RecommendError::Client)?;
+    let reports = reporter
+        .map(|r| crate::features::reporter::spawn(&client, &r))
+        .unwrap_or_default();
     let lease = crate::leader::LeaseConfig {
         namespace: args.running.lease_namespace.clone(),
         name: args.running.lease_name.clone(),
@@ -400,6 +415,7 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     let shutdown = super::update_list::shutdown("last checkpoint, then the Lease is released");
     let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
     server.abort();
+    reports.iter().for_each(tokio::task::JoinHandle::abort);
     Ok(result?)
 }
 

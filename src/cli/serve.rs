@@ -50,6 +50,8 @@ pub enum ServeError {
     Store { path: PathBuf, cause: ManifestError },
     #[error("--store kube: cannot configure the Kubernetes client: {0}")]
     Kube(kube::Error),
+    #[error("{0}")]
+    Report(String),
 }
 
 /// `path: cause`, unless the cause already starts with the path (it names
@@ -260,6 +262,14 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     readiness.certificates.store(true, Ordering::Release);
     let policies = load_policies(args.policies.as_deref())?;
     readiness.policies.store(true, Ordering::Release);
+    let reporter = args
+        .report
+        .config(
+            "webhook",
+            &args.holder_identity(),
+            &["vpa-node-scope", "balloon-pods"],
+        )
+        .map_err(ServeError::Report)?;
     // Filled once the decider exists; store watchers started before that
     // publish through it.
     let cell_slot = Arc::new(std::sync::OnceLock::new());
@@ -337,6 +347,10 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     };
 
     if let Some(client) = client {
+        // The watches stop with the runtime, after the drain.
+        if let Some(reporter) = &reporter {
+            drop(crate::features::reporter::spawn(&client, reporter));
+        }
         start_status_lease(
             &args,
             client,

@@ -96,6 +96,10 @@ pub struct UpdateArgs {
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,
+    /// What this replica observes of `vpa-node-scope`, reported in its
+    /// status.uses (not with --plan).
+    #[command(flatten)]
+    pub report: super::report_flags::ReportFlags,
 }
 
 /// `-o`.
@@ -286,6 +290,15 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
         return Ok(ExitCode::SUCCESS);
     }
+    let reports = args
+        .report
+        .config(
+            "updater",
+            &super::report_flags::instance(&args.instance, "nodescope-updater"),
+            &["vpa-node-scope"],
+        )?
+        .map(|r| crate::features::reporter::spawn(&client, &r))
+        .unwrap_or_default();
     let metrics = UpdaterMetrics::new();
     let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let render = {
@@ -320,6 +333,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     )
     .await;
     server.abort();
+    reports.iter().for_each(tokio::task::JoinHandle::abort);
     result.map_err(|e| e.to_string())?;
     Ok(ExitCode::SUCCESS)
 }

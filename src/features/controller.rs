@@ -6,12 +6,14 @@
 //! with the resourceVersion it read (a conflict is left for the next pass,
 //! which re-reads; nothing is overwritten blindly), with an Event saying why.
 
+use super::cleanup;
 use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
-use super::lifecycle::{next_status, Desired, FeatureStatus, State, Step};
+use super::lifecycle::{next_status_reported, Desired, FeatureStatus, State, Step};
+use super::report;
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
 use crate::leader::{self, LeaseConfig};
-use crate::metrics::LeaderMetrics;
+use crate::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -36,6 +38,9 @@ pub struct ControllerConfig {
     pub instance: String,
     /// The Lease only whose leader writes.
     pub lease: LeaseConfig,
+    /// Create the Features nodescope owns ([`super::owned`]) when absent,
+    /// on becoming leader.
+    pub announce: bool,
 }
 
 /// Elects, then runs passes while this replica leads ([`lead`]) until
@@ -50,13 +55,13 @@ pub struct ControllerConfig {
 pub async fn run(
     client: Client,
     config: ControllerConfig,
-    metrics: &LeaderMetrics,
+    metrics: &FeaturesMetrics,
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), ClusterError> {
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
-    let _export = leadership.export(metrics);
+    let _export = leadership.export(&metrics.leader);
     let asked = tokio::select! {
-        () = lead(&client, &config, leadership.leading()) => false,
+        () = lead(&client, &config, &metrics.features, leadership.leading()) => false,
         () = shutdown => true,
     };
     match leadership.release().await {
@@ -73,7 +78,12 @@ pub async fn run(
 /// object changes ([`Wakers`]). A replica that does not lead only waits,
 /// so with two replicas only the leader writes. Returns when the election
 /// has ended.
-async fn lead(client: &Client, config: &ControllerConfig, mut leading: watch::Receiver<bool>) {
+async fn lead(
+    client: &Client,
+    config: &ControllerConfig,
+    metrics: &FeatureFamilies,
+    mut leading: watch::Receiver<bool>,
+) {
     let lease_name = config.lease.lease();
     let recorder = Recorder::new(
         client.clone(),
@@ -88,6 +98,8 @@ async fn lead(client: &Client, config: &ControllerConfig, mut leading: watch::Re
         if !*leading.borrow_and_update() {
             if was_leading {
                 tracing::info!(lease = %lease_name, instance = %config.instance, "lost the Lease");
+                // The new leader's series are the ones to read.
+                metrics.observe(&[]);
             }
             was_leading = false;
             tracing::info!(lease = %lease_name, instance = %config.instance, "waiting for the Lease");
@@ -99,9 +111,20 @@ async fn lead(client: &Client, config: &ControllerConfig, mut leading: watch::Re
         if !was_leading {
             tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
             was_leading = true;
+            if config.announce {
+                match super::owned::announce(client, &manager(&config.instance)).await {
+                    Ok(created) if !created.is_empty() => {
+                        tracing::info!(?created, "created the Features nodescope owns");
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        tracing::warn!(%error, "the Features nodescope owns were not created; retried when leading again")
+                    }
+                }
+            }
         }
         let started = tokio::time::Instant::now();
-        let wait = match pass(client, &recorder, config, &|| *leading.borrow()).await {
+        let wait = match pass(client, &recorder, config, metrics, &|| *leading.borrow()).await {
             Ok((wait, resources)) => {
                 wakers.watch(&resources);
                 wait
@@ -138,6 +161,7 @@ pub async fn pass(
     client: &Client,
     recorder: &Recorder,
     config: &ControllerConfig,
+    metrics: &FeatureFamilies,
     leading: &dyn Fn() -> bool,
 ) -> Result<(Duration, Vec<kube::discovery::ApiResource>), ClusterError> {
     let features: Vec<Value> = read_features(client)
@@ -146,6 +170,7 @@ pub async fn pass(
         .filter(|f| desired(f).is_some())
         .collect();
     if features.is_empty() {
+        metrics.observe(&[]);
         return Ok((config.period, Vec::new()));
     }
     let View {
@@ -156,48 +181,154 @@ pub async fn pass(
         ..
     } = read_view(client, features.clone()).await?;
     let mut wait = config.period;
+    let mut samples = Vec::new();
     // Whole seconds, as metav1.Time stores them.
     let now =
         Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
     for feature in &features {
-        let tasks = transition_tasks(&find_uses(&policies, feature, &listed, &inputs)?);
-        let step = next_status(
+        let uses = find_uses(&policies, feature, &listed, &inputs)?;
+        let tasks = transition_tasks(&uses);
+        let reports = report::reports(feature);
+        let was = recorded(feature);
+        let step = next_status_reported(
             desired(feature),
-            &recorded(feature),
+            &was,
             &tasks,
+            &reports,
+            generation(feature),
             now,
             config.settle,
         );
+        let label = format!(
+            "{}/{}",
+            str_at(feature, "/metadata/namespace"),
+            str_at(feature, "/metadata/name")
+        );
+        samples.push(FeatureSample {
+            namespace: str_at(feature, "/metadata/namespace").to_owned(),
+            name: str_at(feature, "/metadata/name").to_owned(),
+            state: was.state,
+            uses: uses.iter().map(|p| p.uses.len()).sum(),
+            reports_missing: if desired(feature) == Some(Desired::Disabled) {
+                report::unconfirmed(&reports, generation(feature), now).len()
+            } else {
+                0
+            },
+        });
         if let Some(after) = step.recheck_after {
             wait = wait.min(after);
         }
-        if step.write.is_some() && !leading() {
+        if !leading() {
             // Lost the Lease during the pass: the new leader decides.
             return Ok((config.period, resources));
         }
-        if let Err(error) = write(client, recorder, feature, &step, &config.instance).await {
-            tracing::warn!(
-                feature = %format!("{}/{}", str_at(feature, "/metadata/namespace"), str_at(feature, "/metadata/name")),
-                %error,
-                "status not written; the next pass re-reads the Feature"
-            );
-            wait = wait.min(Duration::from_secs(1));
+        let resource_version = match write(client, recorder, feature, &step, &config.instance).await
+        {
+            Ok(version) => version,
+            Err(error) => {
+                tracing::warn!(feature = %label, %error, "status not written; the next pass re-reads the Feature");
+                wait = wait.min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        if let Some(state) = step.write.as_ref().and_then(|w| w.state) {
+            if Some(state) != was.state {
+                metrics.transition(was.state, state);
+                if let Some(sample) = samples.last_mut() {
+                    sample.state = Some(state);
+                }
+            }
+        }
+        let gone = report::expired(&reports, now);
+        if !gone.is_empty() {
+            // Guarded by the version this pass read or wrote: an entry
+            // applied since moves the indices, and the patch fails.
+            let patch = report::expiry_patch(&resource_version, &gone);
+            let names: Vec<String> = gone.iter().map(|&i| reports[i].label()).collect();
+            match remove_expired(client, feature, &patch, &config.instance).await {
+                Ok(()) => {
+                    tracing::info!(feature = %label, removed = ?names, "expired reports removed")
+                }
+                Err(error) => {
+                    tracing::info!(feature = %label, %error, "expired reports not removed; the next pass retries");
+                    wait = wait.min(Duration::from_secs(1));
+                }
+            }
+        }
+        // Only while TurningOff, and only what the Feature declares; the
+        // removals wake the next pass through the watches of the listed
+        // kinds, which finds the uses gone.
+        let turning_off = desired(feature) == Some(Desired::Disabled)
+            && was.state == Some(State::TurningOff)
+            && step.write.as_ref().and_then(|w| w.state) != Some(State::Off);
+        if turning_off {
+            match cleanup::rules(feature) {
+                Ok(rules) if !rules.is_empty() => {
+                    let patches = cleanup::plan(&rules, &uses, &listed);
+                    super::cleaner::apply(
+                        client,
+                        recorder,
+                        &resources,
+                        &patches,
+                        &label,
+                        &manager(&config.instance),
+                        metrics,
+                    )
+                    .await;
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(feature = %label, %error, "cleanup not done"),
+            }
         }
     }
+    metrics.observe(&samples);
     Ok((wait, resources))
 }
 
+/// The field manager of the replica: managedFields say who wrote.
+fn manager(instance: &str) -> String {
+    format!("nodescope-features/{instance}")
+}
+
+/// Removes expired `status.uses` entries with `patch`
+/// ([`report::expiry_patch`]).
+async fn remove_expired(
+    client: &Client,
+    feature: &Value,
+    patch: &Value,
+    instance: &str,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        str_at(feature, "/metadata/namespace"),
+        &feature_resource(),
+    );
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch.clone()).map_err(kube::Error::SerdeError)?;
+    api.patch_status(
+        str_at(feature, "/metadata/name"),
+        &PatchParams {
+            field_manager: Some(manager(instance)),
+            ..PatchParams::default()
+        },
+        &Patch::<()>::Json(patch),
+    )
+    .await
+    .map(drop)
+}
+
 /// Writes `step`'s status (with the resourceVersion read: a conflict fails
-/// instead of overwriting) and its Event.
+/// instead of overwriting) and its Event; the Feature's resourceVersion
+/// after it (the one read when nothing was written).
 async fn write(
     client: &Client,
     recorder: &Recorder,
     feature: &Value,
     step: &Step,
     instance: &str,
-) -> Result<(), kube::Error> {
+) -> Result<String, kube::Error> {
     let Some(status) = &step.write else {
-        return Ok(());
+        return Ok(str_at(feature, "/metadata/resourceVersion").to_owned());
     };
     let namespace = str_at(feature, "/metadata/namespace");
     let name = str_at(feature, "/metadata/name");
@@ -209,7 +340,7 @@ async fn write(
             name,
             // The replica is the field manager: managedFields say who wrote.
             &PatchParams {
-                field_manager: Some(format!("nodescope-features/{instance}")),
+                field_manager: Some(manager(instance)),
                 ..PatchParams::default()
             },
             &Patch::Merge(&patch),
@@ -229,7 +360,16 @@ async fn write(
             tracing::warn!(%error, "event not recorded");
         }
     }
-    Ok(())
+    Ok(written.metadata.resource_version.unwrap_or_default())
+}
+
+/// `metadata.generation` (0 when absent).
+#[must_use]
+pub fn generation(feature: &Value) -> i64 {
+    feature
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// The merge patch of the status subresource: the controller's fields,

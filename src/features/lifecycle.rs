@@ -2,6 +2,7 @@
 //! recorded status and the uses found now, the next status (if any) and
 //! when to look again.
 
+use super::report::{self, Report};
 use k8s_openapi::jiff::Timestamp;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -197,6 +198,37 @@ pub fn next_status(
             recheck_after: None,
         },
     }
+}
+
+/// [`next_status`] once the components' reports are counted: while
+/// `Disabled`, every live instance in `reports` (see [`report::unconfirmed`])
+/// that has not yet seen `TurningOff` or `Off` at the Feature's
+/// `generation` is one more thing to wait for, listed as the task
+/// [`report::UNCONFIRMED_TASK`] after the gating policies' tasks. Expired
+/// entries are ignored; a Feature no instance reports on keeps the settle
+/// time alone, which stays the floor either way.
+#[must_use]
+pub fn next_status_reported(
+    desired: Option<Desired>,
+    recorded: &FeatureStatus,
+    tasks: &[TransitionTask],
+    reports: &[Report],
+    generation: i64,
+    now: Timestamp,
+    settle: Duration,
+) -> Step {
+    let mut tasks = tasks.to_vec();
+    if desired == Some(Desired::Disabled) {
+        let waiting = report::unconfirmed(reports, generation, now);
+        if !waiting.is_empty() {
+            tasks.push(TransitionTask {
+                name: report::UNCONFIRMED_TASK.to_owned(),
+                count: waiting.len(),
+                description: format!("not yet confirmed by {}", waiting.join(", ")),
+            });
+        }
+    }
+    next_status(desired, recorded, &tasks, now, settle)
 }
 
 fn task_line(task: &TransitionTask) -> String {

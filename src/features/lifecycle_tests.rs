@@ -228,3 +228,181 @@ fn stale_tasks_on_an_off_or_on_feature_are_cleared_without_an_event() {
         assert_eq!(step.event, None);
     }
 }
+
+mod reported {
+    use super::*;
+    use crate::features::report::Report;
+
+    fn webhook(instance: &str, state: State, generation: i64, time: i64) -> Report {
+        Report {
+            component: "webhook".to_owned(),
+            instance: instance.to_owned(),
+            observed_state: Some(state),
+            observed_generation: generation,
+            last_report_time: Some(at(time)),
+            expiry: Some(Duration::from_secs(180)),
+            enabled: None,
+        }
+    }
+
+    fn turning_off() -> FeatureStatus {
+        recorded(Some(State::TurningOff))
+    }
+
+    /// A TurningOff Feature (since 0, generation 2) with no uses left, 40 s
+    /// later: past the settle time.
+    fn step(reports: &[Report]) -> Step {
+        next_status_reported(
+            Some(Desired::Disabled),
+            &turning_off(),
+            &[],
+            reports,
+            2,
+            at(40),
+            SETTLE,
+        )
+    }
+
+    #[test]
+    fn off_comes_once_every_live_instance_confirmed_turning_off() {
+        let reports = [
+            webhook("a", State::TurningOff, 2, 35),
+            webhook("b", State::Off, 2, 35),
+        ];
+        assert_eq!(
+            step(&reports),
+            Step {
+                write: Some(FeatureStatus {
+                    state: Some(State::Off),
+                    last_transition_time: Some(at(40)),
+                    transition_tasks: vec![],
+                }),
+                event: Some((
+                    "Off",
+                    "no object uses the feature 30s after TurningOff".to_owned()
+                )),
+                recheck_after: None,
+            }
+        );
+    }
+
+    #[test]
+    fn an_instance_that_still_saw_on_or_an_older_generation_keeps_it_turning_off() {
+        let reports = [
+            webhook("a", State::TurningOff, 2, 35),
+            webhook("b", State::On, 2, 35),
+            webhook("c", State::TurningOff, 1, 35),
+        ];
+        assert_eq!(
+            step(&reports),
+            Step {
+                write: Some(FeatureStatus {
+                    transition_tasks: vec![TransitionTask {
+                        name: "reports".to_owned(),
+                        count: 2,
+                        description: "not yet confirmed by webhook/b, webhook/c".to_owned(),
+                    }],
+                    ..turning_off()
+                }),
+                event: None,
+                recheck_after: None,
+            }
+        );
+    }
+
+    #[test]
+    fn an_expired_instance_is_not_waited_for() {
+        // b last reported at -150: 190 s before now, past its 180 s expiry.
+        let reports = [
+            webhook("a", State::TurningOff, 2, 35),
+            webhook("b", State::On, 2, -150),
+        ];
+        assert_eq!(step(&reports).write.and_then(|s| s.state), Some(State::Off));
+    }
+
+    #[test]
+    fn the_settle_time_stays_a_floor_when_every_instance_confirmed() {
+        let reports = [webhook("a", State::TurningOff, 2, 5)];
+        let early = next_status_reported(
+            Some(Desired::Disabled),
+            &turning_off(),
+            &[],
+            &reports,
+            2,
+            at(10),
+            SETTLE,
+        );
+        assert_eq!(
+            early,
+            Step {
+                write: None,
+                event: None,
+                recheck_after: Some(Duration::from_secs(20)),
+            }
+        );
+    }
+
+    #[test]
+    fn turning_off_lists_every_instance_that_has_not_yet_seen_it() {
+        let reports = [webhook("a", State::On, 1, 0), webhook("b", State::On, 1, 0)];
+        let step = next_status_reported(
+            Some(Desired::Disabled),
+            &recorded(Some(State::On)),
+            &[task()],
+            &reports,
+            2,
+            at(10),
+            SETTLE,
+        );
+        let reports_task = TransitionTask {
+            name: "reports".to_owned(),
+            count: 2,
+            description: "not yet confirmed by webhook/a, webhook/b".to_owned(),
+        };
+        assert_eq!(
+            step,
+            Step {
+                write: Some(FeatureStatus {
+                    state: Some(State::TurningOff),
+                    last_transition_time: Some(at(10)),
+                    transition_tasks: vec![task(), reports_task],
+                }),
+                event: Some((
+                    "TurningOff",
+                    "desired is Disabled; waiting for nodescope-feature-vpa-node-scope: \
+                     VerticalPodAutoscaler monitoring/node-exporter; reports: not yet \
+                     confirmed by webhook/a, webhook/b"
+                        .to_owned()
+                )),
+                recheck_after: Some(SETTLE),
+            }
+        );
+    }
+
+    #[test]
+    fn without_reports_or_while_enabled_the_reports_change_nothing() {
+        assert_eq!(
+            step(&[]),
+            next_status(Some(Desired::Disabled), &turning_off(), &[], at(40), SETTLE)
+        );
+        let reports = [webhook("a", State::On, 1, 35)];
+        assert_eq!(
+            next_status_reported(
+                Some(Desired::Enabled),
+                &recorded(Some(State::TurningOn)),
+                &[],
+                &reports,
+                2,
+                at(40),
+                SETTLE
+            ),
+            next_status(
+                Some(Desired::Enabled),
+                &recorded(Some(State::TurningOn)),
+                &[],
+                at(40),
+                SETTLE
+            )
+        );
+    }
+}

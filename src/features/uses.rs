@@ -28,6 +28,12 @@ pub struct Listed {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Use {
     pub policy: String,
+    /// The API group and REST resource it was listed as (not shown: the
+    /// kind says it to people; cleanup needs the exact API).
+    #[serde(skip)]
+    pub group: String,
+    #[serde(skip)]
+    pub resource: String,
     pub kind: String,
     pub namespace: String,
     pub name: String,
@@ -101,6 +107,8 @@ pub fn find_uses(
                 if let Some(message) = denial(policies, &gate.policy, list, object, &off) {
                     uses.push(Use {
                         policy: gate.policy.clone(),
+                        group: list.group.clone(),
+                        resource: list.resource.clone(),
                         kind: str_at(object, "/kind").to_owned(),
                         namespace: str_at(object, "/metadata/namespace").to_owned(),
                         name: str_at(object, "/metadata/name").to_owned(),

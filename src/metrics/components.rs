@@ -87,10 +87,11 @@ impl WebhookMetrics {
     }
 }
 
-/// `nodescope features controller`: its election and its port's
-/// responses. The Features' own families belong with the features work.
+/// `nodescope features controller`: the Features as the leader sees them
+/// ([`super::FeatureFamilies`]), its election and its port's responses.
 #[derive(Clone)]
 pub struct FeaturesMetrics {
+    pub features: super::FeatureFamilies,
     pub leader: LeaderMetrics,
     pub http: HttpMetrics,
     registry: Registry,
@@ -100,10 +101,16 @@ impl FeaturesMetrics {
     /// The controller's families, elected on `lease` (`namespace/name`).
     #[must_use]
     pub fn new(lease: &str) -> Self {
+        let features = super::FeatureFamilies::new();
         let leader = LeaderMetrics::new(lease);
         let http = HttpMetrics::default();
-        let registry = Registry::builder().with(&leader).with(&http).build();
+        let registry = Registry::builder()
+            .with(&features)
+            .with(&leader)
+            .with(&http)
+            .build();
         Self {
+            features,
             leader,
             http,
             registry,

@@ -33,6 +33,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use std::sync::Arc;
 
 mod components;
+mod features;
 mod http;
 mod leader;
 mod recommender;
@@ -40,6 +41,7 @@ mod status_lease;
 mod webhook;
 
 pub use components::{FeaturesMetrics, WebhookMetrics};
+pub use features::{CleanupResult, FeatureFamilies, FeatureSample, StateLabel};
 pub use http::{Handler, HttpMetrics};
 pub use leader::LeaderMetrics;
 pub use recommender::RecommenderMetrics;

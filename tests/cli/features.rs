@@ -126,3 +126,132 @@ fn features_without_manifests_reads_the_cluster_and_says_when_there_is_none() {
     );
     assert_eq!(stdout(&output), "");
 }
+
+const CLEANUP_FEATURES: &str = "tests/fixtures/features/cleanup/features.yaml";
+const CLEANUP_VPAS: &str = "tests/fixtures/features/cleanup/vpas.yaml";
+
+#[test]
+fn features_cleanup_dry_run_lists_the_exact_patches_groups_first_and_exits_1() {
+    let output = nodescope(&[
+        "features",
+        "cleanup",
+        "vpa-node-scope",
+        "--dry-run",
+        "--params",
+        CLEANUP_FEATURES,
+        "-f",
+        CLEANUP_VPAS,
+    ]);
+    assert_exit(&output, 1);
+    assert_eq!(
+        stdout(&output),
+        "OBJECT                                           SUBRESOURCE   PATCH\n\
+         VerticalPodAutoscaler monitoring/node-exporter   status        [{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"4711\"},{\"op\":\"remove\",\"path\":\"/status/recommendationGroups\"}]\n\
+         VerticalPodAutoscaler monitoring/node-exporter   -             [{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":\"4711\"},{\"op\":\"remove\",\"path\":\"/spec/scope\"}]\n\
+         2 patch(es) clear what Feature kube-system/vpa-node-scope declares in spec.cleanup\n"
+    );
+}
+
+#[test]
+fn features_cleanup_of_a_feature_that_declares_none_changes_nothing_and_exits_0() {
+    let output = nodescope(&[
+        "features",
+        "cleanup",
+        "balloon-pods",
+        "--dry-run",
+        "--params",
+        CLEANUP_FEATURES,
+        "-f",
+        CLEANUP_VPAS,
+    ]);
+    assert_exit(&output, 0);
+    assert_eq!(
+        stdout(&output),
+        "Feature kube-system/balloon-pods declares no spec.cleanup: nothing is cleared, its uses must go by hand (nodescope features uses balloon-pods -n kube-system)\n"
+    );
+}
+
+#[test]
+fn features_cleanup_without_dry_run_is_a_usage_error() {
+    let output = nodescope(&[
+        "features",
+        "cleanup",
+        "vpa-node-scope",
+        "--params",
+        CLEANUP_FEATURES,
+    ]);
+    assert_exit(&output, 2);
+    assert!(
+        super::stderr(&output)
+            .contains("the following required arguments were not provided:\n  --dry-run"),
+        "{}",
+        super::stderr(&output)
+    );
+}
+
+#[test]
+fn uses_and_cleanup_of_a_feature_no_one_defined_exit_2_naming_those_there_are() {
+    for command in [
+        vec!["features", "uses", "no-such"],
+        vec!["features", "cleanup", "no-such", "--dry-run"],
+    ] {
+        let mut args = command.clone();
+        args.extend(["--params", CLEANUP_FEATURES, "-f", CLEANUP_VPAS]);
+        let output = nodescope(&args);
+        assert_exit(&output, 2);
+        assert_eq!(
+            super::stderr(&output),
+            "nodescope: no Feature kube-system/no-such: there are kube-system/balloon-pods, kube-system/vpa-node-scope\n",
+            "{command:?}"
+        );
+        assert_eq!(stdout(&output), "", "{command:?}");
+    }
+}
+
+#[test]
+fn features_as_json_carries_the_tasks_and_the_reports_and_warns_of_fields_a_crd_swap_would_prune() {
+    let output = nodescope(&[
+        "features",
+        "-o",
+        "json",
+        "--params",
+        CLEANUP_FEATURES,
+        "-f",
+        CLEANUP_VPAS,
+    ]);
+    assert_exit(&output, 0);
+    let list: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON list");
+    assert_eq!(
+        list["features"][1],
+        serde_json::json!({
+            "namespace": "kube-system", "name": "vpa-node-scope", "desired": "Disabled",
+            "state": "TurningOff", "uses": 1, "lastTransitionTime": null,
+            "transitionTasks": [{"name": "nodescope-feature-vpa-node-scope", "count": 1,
+                                 "description": "VerticalPodAutoscaler monitoring/node-exporter"}],
+            "reports": [
+                {"component": "webhook", "instance": "nodescope-5d9f-abcde", "observedState": "TurningOff",
+                 "observedGeneration": 2, "lastReportTime": "2020-01-01T00:00:00Z", "expirySeconds": 180,
+                 "enabled": false, "expired": true},
+                {"component": "kube-controller-manager", "instance": "", "observedGeneration": 0,
+                 "enabled": true, "expired": true}
+            ]
+        })
+    );
+    assert_eq!(list["features"][0]["name"], "balloon-pods");
+    assert_eq!(
+        super::stderr(&output),
+        "nodescope: warning: 1 object(s) of verticalpodautoscalers.autoscaling.k8s.io hold /spec/scope, which Feature kube-system/vpa-node-scope declares in spec.cleanup: replacing the verticalpodautoscalers.autoscaling.k8s.io CRD by one that does not define the field (upstream's) prunes it from them; turn the Feature off first (its cleanup removes the field from every object that uses it)\n\
+         nodescope: warning: 2 object(s) of verticalpodautoscalers.autoscaling.k8s.io hold /status/recommendationGroups, which Feature kube-system/vpa-node-scope declares in spec.cleanup: replacing the verticalpodautoscalers.autoscaling.k8s.io CRD by one that does not define the field (upstream's) prunes it from them; turn the Feature off first (its cleanup removes the field from every object that uses it)\n"
+    );
+    // The same list as YAML, and no warning where no Feature declares cleanup.
+    let yaml = nodescope(&["features", "-o", "yaml", "--params", FEATURES, "-f", VPAS]);
+    assert_exit(&yaml, 0);
+    assert_eq!(super::stderr(&yaml), "");
+    assert!(
+        stdout(&yaml).starts_with(
+            "features:\n- desired: null\n  lastTransitionTime: null\n  name: balloon-pods\n"
+        ),
+        "{}",
+        stdout(&yaml)
+    );
+}

@@ -73,6 +73,9 @@ pub fn controller(instance: &str, lease: &str) -> Process {
         PERIOD,
         "--min-interval",
         "1s",
+        // The Features this step makes are its own (feature_reports.rs
+        // checks the announcement).
+        "--announce=false",
     ]);
     command.args(["--instance", instance, "--lease-name", lease]);
     command.arg(format!("--lease-duration={LEASE_SECONDS}s"));
@@ -345,7 +348,7 @@ async fn third_party(client: &kube::Client, running: &Process) {
 
 /// Runs `nodescope ARGS` against the control plane (KUBECONFIG is set for
 /// the whole suite) and returns its stdout, asserting the exit code.
-fn cli(args: &[&str], code: i32) -> String {
+pub fn cli(args: &[&str], code: i32) -> String {
     let output = Command::new(env!("CARGO_BIN_EXE_nodescope"))
         .args(args)
         .output()
@@ -360,6 +363,6 @@ fn cli(args: &[&str], code: i32) -> String {
     stdout
 }
 
-fn indent(text: &str) -> String {
+pub fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }

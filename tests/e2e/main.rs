@@ -21,6 +21,7 @@ mod common;
 mod election;
 mod enforcers;
 mod failures;
+mod feature_reports;
 mod features;
 mod guard;
 mod install;
@@ -56,6 +57,8 @@ const STEPS: &[(&str, Step)] = &[
     ("status-lease", |p| status_lease::run(p).boxed()),
     ("updater-rbac", |p| updater_rbac::run(p).boxed()),
     ("balloon", |p| balloon::run(p).boxed()),
+    // Last: it deletes and re-creates the Features nodescope owns.
+    ("feature-reports", |p| feature_reports::run(p).boxed()),
 ];
 
 fn main() -> ExitCode {

@@ -1,0 +1,132 @@
+//! `nodescope features cleanup NAME --dry-run`: the exact patches the
+//! lifecycle controller sends while the Feature is `TurningOff`
+//! ([`crate::features::cleanup`]), and the warning `nodescope features`
+//! prints while objects hold fields that a CRD replacement would prune.
+
+use super::dry_run::input::{str_at, InputError};
+use super::dry_run::RunError;
+use super::features::{find_feature, load, table, uses_of, write_out, Loaded, Source, UsesFormat};
+use crate::features::cleanup::{self, CleanupPatch};
+use clap::Args;
+use serde_json::json;
+use std::process::ExitCode;
+
+/// `nodescope features cleanup`.
+#[derive(Debug, Args, Clone)]
+pub struct CleanupArgs {
+    /// The Feature's name.
+    pub name: String,
+    /// The Feature's namespace.
+    #[arg(short = 'n', long, default_value = "kube-system")]
+    pub namespace: String,
+    /// List the patches without sending them (required: the controller
+    /// sends them, while the Feature is TurningOff).
+    #[arg(long, required = true)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub source: Source,
+    /// Output format.
+    #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+    pub output: UsesFormat,
+}
+
+/// Runs `nodescope features cleanup`.
+///
+/// # Errors
+/// No Feature of that name, a `spec.cleanup` that cannot be followed, or
+/// bad input (exit 2); output that cannot be written (exit 3).
+pub fn run_cleanup(args: &CleanupArgs) -> Result<ExitCode, RunError> {
+    let loaded = load(&args.source)?;
+    let feature = find_feature(&loaded, &args.namespace, &args.name)?;
+    let rules = cleanup::rules(feature).map_err(|e| InputError::Usage(e.to_string()))?;
+    let uses = uses_of(&loaded, feature)?;
+    let patches = cleanup::plan(&rules, &uses, &loaded.listed);
+    let label = format!("{}/{}", args.namespace, args.name);
+    let text = match args.output {
+        UsesFormat::Table => {
+            let mut text = if patches.is_empty() {
+                String::new()
+            } else {
+                patch_table(&patches)
+            };
+            text.push_str(&if rules.is_empty() {
+                format!(
+                    "Feature {label} declares no spec.cleanup: nothing is cleared, its uses must go by hand (nodescope features uses {} -n {})\n",
+                    args.name, args.namespace
+                )
+            } else {
+                format!(
+                    "{} patch(es) clear what Feature {label} declares in spec.cleanup\n",
+                    patches.len()
+                )
+            });
+            text
+        }
+        UsesFormat::Json | UsesFormat::Yaml => {
+            let report = json!({
+                "feature": {"namespace": args.namespace, "name": args.name},
+                "cleanup": rules,
+                "patches": patches,
+            });
+            if args.output == UsesFormat::Json {
+                serde_json::to_string_pretty(&report)
+                    .map(|t| t + "\n")
+                    .map_err(|e| RunError::Internal(e.to_string()))?
+            } else {
+                serde_saphyr::to_string(&report).map_err(|e| RunError::Internal(e.to_string()))?
+            }
+        }
+    };
+    write_out(&text)?;
+    Ok(if patches.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+fn patch_table(patches: &[CleanupPatch]) -> String {
+    let mut rows = vec![["OBJECT", "SUBRESOURCE", "PATCH"].map(str::to_owned)];
+    rows.extend(patches.iter().map(|p| {
+        [
+            p.label(),
+            if p.subresource.is_empty() {
+                "-".to_owned()
+            } else {
+                p.subresource.clone()
+            },
+            p.patch.to_string(),
+        ]
+    }));
+    table(&rows)
+}
+
+/// One line per field a Feature declares in `spec.cleanup` that objects
+/// still hold. Such a field exists only while the API that stores it
+/// defines it: replacing the CRD (nodescope's VPA CRD by upstream's, which
+/// has no `spec.scope` nor `status.recommendationGroups`) prunes it from
+/// every object, without the Feature's lifecycle. The declaration says
+/// which fields the Feature added, so no kind is known here.
+///
+/// # Errors
+/// A `spec.cleanup` that cannot be followed (exit 2).
+pub(crate) fn prune_warnings(loaded: &Loaded) -> Result<Vec<String>, RunError> {
+    let mut out = Vec::new();
+    for feature in &loaded.features {
+        let rules = cleanup::rules(feature).map_err(|e| InputError::Usage(e.to_string()))?;
+        for (rule, count) in cleanup::held(&rules, &loaded.listed) {
+            let api = if rule.group.is_empty() {
+                rule.resource.clone()
+            } else {
+                format!("{}.{}", rule.resource, rule.group)
+            };
+            out.push(format!(
+                "{count} object(s) of {api} hold {}, which Feature {}/{} declares in spec.cleanup: replacing the {api} CRD by one that does not define the field (upstream's) prunes it from them; turn the Feature off first (its cleanup removes the field from every object that uses it)",
+                rule.json_pointer,
+                str_at(feature, "/metadata/namespace"),
+                str_at(feature, "/metadata/name"),
+            ));
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,205 @@
+//! The Feature families of the features controller: each Feature's state,
+//! the uses and the unconfirmed reports left, the transitions made and the
+//! cleanup patches sent. Feature labels come from the Features the leader
+//! read in its last pass (a handful, created by admins), and a Feature that
+//! is gone loses its series at the next pass.
+
+use super::{label_values, Families};
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+/// A state as the transitions label it; `none` before the first.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum StateLabel {
+    None,
+    On,
+    Off,
+    TurningOn,
+    TurningOff,
+}
+
+label_values!(StateLabel { None => "none", On => "On", Off => "Off", TurningOn => "TurningOn", TurningOff => "TurningOff" });
+
+impl StateLabel {
+    const STATES: [Self; 4] = [Self::On, Self::Off, Self::TurningOn, Self::TurningOff];
+
+    /// The label of `state` (`None`: no state yet).
+    #[must_use]
+    pub fn of(state: Option<crate::features::State>) -> Self {
+        use crate::features::State;
+        match state {
+            None => Self::None,
+            Some(State::On) => Self::On,
+            Some(State::Off) => Self::Off,
+            Some(State::TurningOn) => Self::TurningOn,
+            Some(State::TurningOff) => Self::TurningOff,
+        }
+    }
+}
+
+/// What happened to one cleanup patch.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum CleanupResult {
+    /// The field was removed.
+    Applied,
+    /// The object changed since it was read (the `test` failed) or is
+    /// gone: the next pass reads it again.
+    Conflict,
+    /// Refused for another reason (RBAC, a policy, the network).
+    Failed,
+}
+
+label_values!(CleanupResult { Applied => "applied", Conflict => "conflict", Failed => "failed" });
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FeatureLabel {
+    namespace: String,
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct FeatureStateLabel {
+    namespace: String,
+    name: String,
+    state: StateLabel,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TransitionLabel {
+    from: StateLabel,
+    to: StateLabel,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CleanupLabel {
+    result: CleanupResult,
+}
+
+/// The Feature families.
+#[derive(Clone, Default)]
+pub struct FeatureFamilies {
+    state: Family<FeatureStateLabel, Gauge>,
+    uses: Family<FeatureLabel, Gauge>,
+    reports_missing: Family<FeatureLabel, Gauge>,
+    transitions: Family<TransitionLabel, Counter>,
+    cleanup_patches: Family<CleanupLabel, Counter>,
+}
+
+/// One Feature as the last pass saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FeatureSample {
+    pub namespace: String,
+    pub name: String,
+    pub state: Option<crate::features::State>,
+    /// Objects its gating policies still find.
+    pub uses: usize,
+    /// Live instances that have not confirmed the state the Feature is
+    /// turning to.
+    pub reports_missing: usize,
+}
+
+impl FeatureFamilies {
+    /// Every transition and every cleanup result at 0.
+    #[must_use]
+    pub fn new() -> Self {
+        let families = Self::default();
+        for from in std::iter::once(StateLabel::None).chain(StateLabel::STATES) {
+            for to in StateLabel::STATES {
+                if from != to {
+                    let _ = families
+                        .transitions
+                        .get_or_create(&TransitionLabel { from, to });
+                }
+            }
+        }
+        for result in [
+            CleanupResult::Applied,
+            CleanupResult::Conflict,
+            CleanupResult::Failed,
+        ] {
+            let _ = families
+                .cleanup_patches
+                .get_or_create(&CleanupLabel { result });
+        }
+        families
+    }
+
+    /// Replaces the per-Feature series with `features` (a pass's view): the
+    /// state gauge is 1 for its state and 0 for the others.
+    pub fn observe(&self, features: &[FeatureSample]) {
+        self.state.clear();
+        self.uses.clear();
+        self.reports_missing.clear();
+        for f in features {
+            let current = StateLabel::of(f.state);
+            for state in StateLabel::STATES {
+                self.state
+                    .get_or_create(&FeatureStateLabel {
+                        namespace: f.namespace.clone(),
+                        name: f.name.clone(),
+                        state,
+                    })
+                    .set(i64::from(state == current));
+            }
+            let label = FeatureLabel {
+                namespace: f.namespace.clone(),
+                name: f.name.clone(),
+            };
+            self.uses
+                .get_or_create(&label)
+                .set(i64::try_from(f.uses).unwrap_or(i64::MAX));
+            self.reports_missing
+                .get_or_create(&label)
+                .set(i64::try_from(f.reports_missing).unwrap_or(i64::MAX));
+        }
+    }
+
+    /// Counts one state change written.
+    pub fn transition(&self, from: Option<crate::features::State>, to: crate::features::State) {
+        self.transitions
+            .get_or_create(&TransitionLabel {
+                from: StateLabel::of(from),
+                to: StateLabel::of(Some(to)),
+            })
+            .inc();
+    }
+
+    /// Counts one cleanup patch.
+    pub fn cleanup_patch(&self, result: CleanupResult) {
+        self.cleanup_patches
+            .get_or_create(&CleanupLabel { result })
+            .inc();
+    }
+}
+
+impl Families for FeatureFamilies {
+    fn register(&self, registry: &mut super::RegistryBuilder) {
+        registry.register(
+            "nodescope_feature_state",
+            "1 for the state each Feature is in (status.state), 0 for the others; series from the leader's first pass",
+            self.state.clone(),
+        );
+        registry.register(
+            "nodescope_feature_uses",
+            "Objects the Feature's gating policies still find as uses",
+            self.uses.clone(),
+        );
+        registry.register(
+            "nodescope_feature_reports_missing",
+            "Live reporting instances that have not yet confirmed TurningOff or Off while the Feature is desired Disabled",
+            self.reports_missing.clone(),
+        );
+        registry.register(
+            "nodescope_feature_transitions",
+            "State changes written, by from and to state",
+            self.transitions.clone(),
+        );
+        registry.register(
+            "nodescope_feature_cleanup_patches",
+            "Cleanup patches sent while a Feature is TurningOff, by result",
+            self.cleanup_patches.clone(),
+        );
+    }
+}
