@@ -39,7 +39,18 @@ fn vpa(scope: &str, groups: Value, aggregate: Option<Value>) -> Value {
 }
 
 fn decider(vpa: Value, missing: MissingNodeRecommendation) -> Decider {
-    let store = Snapshot::build([
+    decider_with(vpa, missing, None)
+}
+
+/// Feature `kube-system/vpa-node-scope` in `state`.
+fn scope_feature(state: &str) -> Value {
+    json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+           "metadata": {"name": "vpa-node-scope", "namespace": "kube-system"},
+           "spec": {"desired": "Disabled"}, "status": {"state": state}})
+}
+
+fn decider_with(vpa: Value, missing: MissingNodeRecommendation, feature: Option<Value>) -> Decider {
+    let store = Snapshot::build(feature.into_iter().chain([
         vpa,
         node(
             "n-zone-a",
@@ -47,7 +58,7 @@ fn decider(vpa: Value, missing: MissingNodeRecommendation) -> Decider {
         ),
         node("n-zone-b", json!({ZONE: "zone-b"})),
         node("n-bare", json!({"kubernetes.io/os": "linux"})),
-    ]);
+    ]));
     assert!(store.problems.is_empty(), "{:?}", store.problems);
     let mut decider = Decider::new(
         Arc::new(store),
@@ -262,4 +273,58 @@ fn the_node_store_keeps_only_the_labels_a_scoped_vpa_names() {
         decider.store.node_label("n-zone-a", ZONE),
         NodeLabel::Value("zone-a")
     );
+}
+
+const GATED: &str = "Feature kube-system/vpa-node-scope is";
+
+#[test]
+fn with_the_scope_feature_turning_off_or_off_a_grandfathered_vpa_gives_the_vpa_wide_recommendation()
+{
+    for state in ["TurningOff", "Off"] {
+        let decider = decider_with(
+            zone_vpa(true),
+            MissingNodeRecommendation::LeaveUnchanged,
+            Some(scope_feature(state)),
+        );
+        assert_eq!(
+            mutate(&decider, Some("n-zone-a")),
+            (
+                Some("120m".into()),
+                vec![format!("{GATED} {state}, so VerticalPodAutoscaler monitoring/node-exporter acts as an unscoped VPA (KEP-3920): using the VerticalPodAutoscaler-wide recommendation, not the pod's group")]
+            ),
+            "{state}"
+        );
+    }
+}
+
+#[test]
+fn with_the_scope_feature_off_and_no_vpa_wide_recommendation_resources_stay() {
+    let decider = decider_with(
+        zone_vpa(false),
+        MissingNodeRecommendation::Aggregate,
+        Some(scope_feature("Off")),
+    );
+    assert_eq!(
+        mutate(&decider, Some("n-zone-a")),
+        (
+            None,
+            vec![format!("{GATED} Off, so VerticalPodAutoscaler monitoring/node-exporter acts as an unscoped VPA (KEP-3920), and it has no VerticalPodAutoscaler-wide recommendation: resources left unchanged")]
+        )
+    );
+}
+
+#[test]
+fn with_the_scope_feature_on_or_turning_on_groups_apply_as_without_a_feature() {
+    for state in ["On", "TurningOn"] {
+        let decider = decider_with(
+            zone_vpa(true),
+            MissingNodeRecommendation::Aggregate,
+            Some(scope_feature(state)),
+        );
+        assert_eq!(
+            mutate(&decider, Some("n-zone-a")),
+            (Some("150m".into()), vec![]),
+            "{state}"
+        );
+    }
 }

@@ -207,6 +207,7 @@ fn select_recommendations<'v>(
         (Placement::UnknownNode { node }, ScopeKey::NodeName) => {
             format!("no recommendation for node {node:?} in {vpa_ref}")
         }
+        (Placement::ScopeOff { state }, _) => return scope_off(vpa, &vpa_ref, state, warnings),
         (Placement::NoNode, _) => format!(
             "the pod names no node (no spec.nodeName and no matchFields metadata.name node affinity), \
              so it has no recommendation group in {vpa_ref}"
@@ -225,6 +226,35 @@ fn select_recommendations<'v>(
         }
         None => {
             warnings.push(format!("{prefix}; resources left unchanged"));
+            None
+        }
+    }
+}
+
+/// AEP-10031 with its gate off: the VPA-wide recommendation, as for an
+/// unscoped VPA. Not a missing group, so `--missing-node-recommendation`
+/// does not apply.
+fn scope_off<'v>(
+    vpa: &'v VpaPolicy,
+    vpa_ref: &str,
+    state: &str,
+    warnings: &mut Vec<String>,
+) -> Option<RecommendationRow<'v>> {
+    let (namespace, name) = scope::SCOPE_FEATURE;
+    let why = format!(
+        "Feature {namespace}/{name} is {state}, so {vpa_ref} acts as an unscoped VPA (KEP-3920)"
+    );
+    match vpa.recommendations.aggregate() {
+        Some(recs) => {
+            warnings.push(format!(
+                "{why}: using the VerticalPodAutoscaler-wide recommendation, not the pod's group"
+            ));
+            Some(recs)
+        }
+        None => {
+            warnings.push(format!(
+                "{why}, and it has no VerticalPodAutoscaler-wide recommendation: resources left unchanged"
+            ));
             None
         }
     }

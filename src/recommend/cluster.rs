@@ -12,10 +12,12 @@ use super::checkpoints::{self as checkpoint, KIND};
 use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
-use super::status::{needs_write, vpa_status, VpaStatus};
+use super::status::{keep_groups, needs_write, vpa_status, VpaStatus};
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
+use crate::features::cluster::feature_resource;
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::RecommenderMetrics;
+use crate::vpa::SCOPE_FEATURE;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
@@ -250,18 +252,56 @@ async fn write_status(
     .map(|_| ())
 }
 
+/// Reads Feature [`SCOPE_FEATURE`] into `gate`: its state when it gates
+/// scopes off (`TurningOff`, `Off`), else `None`. A Feature (or a Feature
+/// CRD) that does not exist is no gate, as before Features; a read that
+/// fails keeps the last state read.
+async fn read_scope_gate(client: &Client, gate: &mut Option<String>) {
+    let (namespace, name) = SCOPE_FEATURE;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &feature_resource());
+    let state = match api.get_opt(name).await {
+        Ok(feature) => feature.and_then(|f| {
+            f.data
+                .pointer("/status/state")
+                .and_then(Value::as_str)
+                .filter(|s| matches!(*s, "TurningOff" | "Off"))
+                .map(str::to_owned)
+        }),
+        Err(kube::Error::Api(e)) if e.code == 404 => None,
+        Err(error) => {
+            tracing::warn!(feature = %format!("{namespace}/{name}"), %error, "Feature not read: the last state read stands");
+            return;
+        }
+    };
+    if state != *gate {
+        match &state {
+            Some(state) => {
+                tracing::info!(feature = %format!("{namespace}/{name}"), %state, "scopes gated off: groups are no longer written")
+            }
+            None => {
+                tracing::info!(feature = %format!("{namespace}/{name}"), "scopes not gated: groups are written")
+            }
+        }
+    }
+    *gate = state;
+}
+
 /// One interval: read, compute (under the model's lock), write the
 /// statuses that changed (after it). Returns whether usage could be read
 /// (an outage keeps the last statuses).
+#[allow(clippy::too_many_arguments)] // the loop's state, passed down once
 async fn interval(
     client: &Client,
     config: &mut LoopConfig,
+    gate: &mut Option<String>,
     history: &Shared,
     pending: &mut Option<History>,
     pods: &mut PodWatches,
     nodes: &NodeWatch,
     metrics: &RecommenderMetrics,
 ) -> Result<bool, ClusterError> {
+    read_scope_gate(client, gate).await;
     let vpas = read_vpas(client, &config.replay.recommender_name).await?;
     let namespaces: BTreeSet<&str> = vpas.iter().map(|(v, _)| v.namespace.as_str()).collect();
     let namespaces: Vec<&str> = namespaces.into_iter().collect();
@@ -304,13 +344,22 @@ async fn interval(
                 "history restored from checkpoints"
             );
         }
+        if gate.as_deref() == Some("Off") {
+            // Off: a VPA no longer scoped keeps no group history, so its
+            // checkpoints go with the next checkpoint write.
+            let scoped_keys: HashSet<String> = scoped
+                .iter()
+                .map(|v| format!("{}/{}", v.namespace, v.name))
+                .collect();
+            model.vpas.retain(|key, _| scoped_keys.contains(&**key));
+        }
         let ingested = model.observe(&config.replay.model, &scoped, &*nodes.labels(), &usage, now);
         metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
         let counts = model.pod_counts();
         vpas.iter()
             .filter_map(|(vpa, resource_version)| {
                 let key = format!("{}/{}", vpa.namespace, vpa.name);
-                let status = vpa_status(
+                let mut status = vpa_status(
                     &config.replay.status,
                     &config.replay.model.history,
                     vpa,
@@ -318,6 +367,9 @@ async fn interval(
                     counts.get(key.as_str()).copied().unwrap_or(0),
                     now,
                 );
+                if gate.is_some() {
+                    keep_groups(&vpa.status, &mut status);
+                }
                 needs_write(&vpa.status, &status).then_some((vpa, resource_version, status))
             })
             .collect()
@@ -362,6 +414,7 @@ pub async fn run(
     let mut ticker = tokio::time::interval(config.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_checkpoint = tokio::time::Instant::now();
+    let mut gate: Option<String> = None;
     let mut terminate = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -398,6 +451,7 @@ pub async fn run(
         if let Err(error) = interval(
             &client,
             &mut config,
+            &mut gate,
             &history,
             &mut pending,
             &mut pods,

@@ -419,6 +419,16 @@ pub fn needs_write(old: &Value, new: &VpaStatus) -> bool {
     }
 }
 
+/// While Feature `vpa-node-scope` gates scopes off (AEP-10031: "no groups
+/// are written"), the status keeps the groups the VPA holds, as they are:
+/// neither updated nor removed. Removing them is the Feature's declared
+/// cleanup, not the recommender's.
+pub fn keep_groups(old: &Value, new: &mut VpaStatus) {
+    new.recommendation_groups = VpaStatus::deserialize(old)
+        .map(|old| old.recommendation_groups)
+        .unwrap_or_default();
+}
+
 #[cfg(test)]
 #[path = "status_tests.rs"]
 mod tests;

@@ -237,3 +237,37 @@ fn rounding_goes_up_to_the_next_multiple() {
     assert_eq!(round_up(0, 50), 0);
     assert_eq!(round_up(7, 1), 7);
 }
+
+#[test]
+fn while_the_scope_feature_gates_scopes_off_the_groups_held_stay_as_they_are() {
+    let held = json!([{"scopeValue": "old", "containerRecommendations": [
+        {"containerName": "agent", "target": {"cpu": "50m", "memory": "64Mi"}}]}]);
+    let old = json!({"recommendationGroups": held});
+    let mut status = vpa_status(
+        &config(),
+        &HistoryConfig::default(),
+        &vpa(json!({}), old.clone()),
+        Some(&history(&[("n1", 30), ("n2", 30)])),
+        2,
+        at(40),
+    );
+    keep_groups(&old, &mut status);
+    let written = status.to_value();
+    assert_eq!(written["recommendationGroups"], held);
+    // The VPA-wide recommendation is still computed and written.
+    assert_eq!(
+        written["recommendation"]["containerRecommendations"][0]["containerName"],
+        "agent"
+    );
+    // A VPA that held none keeps none: nothing new is written.
+    let mut fresh = vpa_status(
+        &config(),
+        &HistoryConfig::default(),
+        &vpa(json!({}), json!({})),
+        Some(&history(&[("n1", 30)])),
+        1,
+        at(40),
+    );
+    keep_groups(&json!({}), &mut fresh);
+    assert_eq!(fresh.to_value().get("recommendationGroups"), None);
+}

@@ -8,7 +8,7 @@ use super::convert::{ConvertError, Interner};
 use super::entry::Entry;
 use crate::policy::{LabelSelector, PolicyInputs};
 use crate::vpa::{LimitRangeItem, VpaPolicy};
-use crate::vpa::{NodeLabel, NodeLabels};
+use crate::vpa::{NodeLabel, NodeLabels, SCOPE_FEATURE};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -48,6 +48,9 @@ pub struct Snapshot {
     /// apiVersion -> kind -> params (Features, ConfigMaps, anything a
     /// binding names).
     params: ByName<ByName<KindParams>>,
+    /// The state of Feature [`SCOPE_FEATURE`] when it is `TurningOff` or
+    /// `Off`: read once here, so the request path only tests an option.
+    scope_gate: Option<Box<str>>,
     /// Objects left out, with why; surfaced in logs and by the CLI.
     pub problems: Vec<ConvertError>,
 }
@@ -161,7 +164,24 @@ impl Snapshot {
                 .or_default()
                 .insert(daemonset.to_owned(), policy.clone());
         }
+        snapshot.scope_gate = snapshot
+            .feature_state(SCOPE_FEATURE)
+            .filter(|s| matches!(*s, "TurningOff" | "Off"))
+            .map(Box::from);
         snapshot
+    }
+
+    /// The state of a Feature (`status.state`), if the store has it.
+    #[must_use]
+    pub fn feature_state(&self, (namespace, name): (&str, &str)) -> Option<&str> {
+        self.param(
+            "featureflags.nodescope.dev/v1alpha1",
+            "Feature",
+            Some(namespace),
+            name,
+        )?
+        .pointer("/status/state")?
+        .as_str()
     }
 
     /// The VPA that governs pods of DaemonSet `daemonset` in `namespace`.
@@ -217,6 +237,10 @@ impl Snapshot {
 }
 
 impl NodeLabels for Snapshot {
+    fn scope_gate(&self) -> Option<&str> {
+        self.scope_gate.as_deref()
+    }
+
     fn node_label(&self, node: &str, key: &str) -> NodeLabel<'_> {
         if self.covered.as_ref().is_some_and(|c| !c.contains(key)) {
             return NodeLabel::UnknownNode;

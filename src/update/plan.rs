@@ -9,13 +9,9 @@ use super::{Action, PodPlan, UpdateConfig};
 use crate::mutate::pod::PodView;
 use crate::mutate::{resize_ops, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::pods::{PodPhase, RunningPod};
-use crate::policy::PolicyInputs;
 use crate::store::Snapshot;
-use crate::vpa::{ContainerMode, ResourceList, UpdateMode, VpaPolicy};
+use crate::vpa::{ContainerMode, NodeLabels, ResourceList, UpdateMode, VpaPolicy, SCOPE_FEATURE};
 use std::collections::HashMap;
-
-/// The Feature that gates scoped VPAs (KEP-3920).
-pub const SCOPE_FEATURE: (&str, &str) = ("kube-system", "vpa-node-scope");
 
 /// What the updater remembers between passes.
 #[derive(Clone, Debug, Default)]
@@ -39,23 +35,6 @@ impl Memory {
     }
 }
 
-/// The state of a Feature in the snapshot, if it exists.
-#[must_use]
-pub fn feature_state<'s>(
-    snapshot: &'s Snapshot,
-    (namespace, name): (&str, &str),
-) -> Option<&'s str> {
-    snapshot
-        .param(
-            "featureflags.nodescope.dev/v1alpha1",
-            "Feature",
-            Some(namespace),
-            name,
-        )?
-        .pointer("/status/state")?
-        .as_str()
-}
-
 /// Plans one pass. `webhook_fresh` says whether nodescope's webhook renewed
 /// its status Lease recently: without it nothing is evicted.
 pub fn plan_pass(
@@ -66,8 +45,7 @@ pub fn plan_pass(
     webhook_fresh: bool,
     now: i64,
 ) -> Vec<PodPlan> {
-    let gate =
-        feature_state(snapshot, SCOPE_FEATURE).filter(|s| matches!(*s, "TurningOff" | "Off"));
+    let gate = snapshot.scope_gate();
     // A plan per pod at most: grown once, not doubled along the pass.
     let mut out = Vec::with_capacity(workloads.pods.len());
     for ((namespace, ds), pods) in workloads.by_daemonset() {

@@ -23,4 +23,4 @@ pub use self::recommendations::{
     ContainerRecommendation, RecommendationRow, RecommendationTable, TableBuilder,
 };
 pub use self::resources::{resource_name, ResourceList, ResourceName};
-pub use self::scope::{NodeLabel, NodeLabels, Placement, ScopeKey};
+pub use self::scope::{NodeLabel, NodeLabels, Placement, ScopeKey, SCOPE_FEATURE};

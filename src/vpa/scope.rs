@@ -63,6 +63,14 @@ pub enum NodeLabel<'a> {
 pub trait NodeLabels {
     /// The value of label `key` on node `node`; an O(1) lookup.
     fn node_label(&self, node: &str, key: &str) -> NodeLabel<'_>;
+
+    /// The state of Feature [`SCOPE_FEATURE`] when it gates scopes off
+    /// (`TurningOff` or `Off`). Asked here, with the node, so that the one
+    /// [`Placement::resolve`] the webhook, the recommender and the updater
+    /// share obeys the gate for all three. `None` (the default): no gate.
+    fn scope_gate(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// No nodes at all, for callers that only use node-name scopes.
@@ -93,7 +101,17 @@ pub enum Placement<'a> {
     /// Neither `spec.nodeName` nor the DaemonSet controller's node affinity
     /// names a node.
     NoNode,
+    /// Feature [`SCOPE_FEATURE`] is `TurningOff` or `Off` (the state is
+    /// given): a scoped VPA acts as an unscoped one, so the pod gets the
+    /// VPA-wide recommendation, whatever its node.
+    ScopeOff {
+        /// The Feature's state.
+        state: &'a str,
+    },
 }
+
+/// The Feature (namespace, name) that gates `spec.scope` (KEP-3920).
+pub const SCOPE_FEATURE: (&str, &str) = ("kube-system", "vpa-node-scope");
 
 impl<'a> Placement<'a> {
     /// Resolves the scope value of `node` for `key` (AEP-10031 steps 2-3):
@@ -101,6 +119,9 @@ impl<'a> Placement<'a> {
     /// node's label from `nodes`, or [`ABSENT`] when it lacks the key.
     #[must_use]
     pub fn resolve(key: &ScopeKey, node: Option<&'a str>, nodes: &'a impl NodeLabels) -> Self {
+        if let Some(state) = nodes.scope_gate() {
+            return Placement::ScopeOff { state };
+        }
         let Some(node) = node else {
             return Placement::NoNode;
         };

@@ -3,6 +3,10 @@
 //! pods created through the apiserver for nodes in two zones are stored
 //! with their zone's resources. nodescope is started before the VPA exists,
 //! so the Node store must list Nodes again for the new key.
+//!
+//! Then the gate (KEP-3920, issue 24): with Feature `vpa-node-scope`
+//! `TurningOff`, the same grandfathered scoped VPA gives a new pod its
+//! VPA-wide `status.recommendation`, not its zone's group.
 
 use crate::mutation::{create_pod, resources, STORE};
 use crate::support::cluster;
@@ -24,7 +28,11 @@ fn zonal_vpa() -> Value {
         "spec": {"scope": ZONE,
                  "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "zonal-exporter"},
                  "resourcePolicy": {"containerPolicies": [{"containerName": "kube-rbac-proxy", "mode": "Off"}]}},
-        "status": {"recommendationGroups": [group("zone-a", "140m"), group("zone-b", "260m")]},
+        "status": {
+            "recommendation": {"containerRecommendations": [
+                {"containerName": "node-exporter", "target": {"cpu": "200m", "memory": "128Mi"}}]},
+            "recommendationGroups": [group("zone-a", "140m"), group("zone-b", "260m")],
+        },
     })
 }
 
@@ -75,6 +83,64 @@ pub async fn run(plane: &ControlPlane) {
             "{node}"
         );
         println!("  {node}: stored with its zone's group ({cpu})");
+        crate::mutation::delete_pod(&client, &pod).await;
     }
+    gated(&client).await;
     cluster::delete(&client, &config).await;
+}
+
+fn scope_feature(state: &str) -> Value {
+    json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+           "metadata": {"name": "vpa-node-scope", "namespace": "kube-system"},
+           "spec": {"desired": if state == "On" { "Enabled" } else { "Disabled" }},
+           "status": {"state": state}})
+}
+
+/// With the Feature TurningOff (written by the test: no features controller
+/// runs in this step), a new pod of the grandfathered VPA gets the
+/// VPA-wide 200m on either zone; back On, its zone's group again.
+async fn gated(client: &kube::Client) {
+    let turning_off = scope_feature("TurningOff");
+    cluster::apply(client, &turning_off).await;
+    cluster::apply_status(client, &turning_off).await;
+    let pod = eventually(
+        "a pod on zone-node-2 stored with the VPA-wide recommendation while vpa-node-scope is TurningOff",
+        Duration::from_secs(30),
+        || {
+            let client = client.clone();
+            async move {
+                let pod = create_pod(&client, &zonal_pod("zone-node-2")).await;
+                let global = resources(&pod)[0].1["requests"]["cpu"] == "200m";
+                if !global {
+                    crate::mutation::delete_pod(&client, &pod).await;
+                }
+                global.then_some(pod)
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        resources(&pod)[0].1["requests"],
+        json!({"cpu": "200m", "memory": "128Mi"})
+    );
+    println!("  vpa-node-scope TurningOff: a new pod on zone-node-2 got the VPA-wide 200m, not zone-b's 260m");
+    crate::mutation::delete_pod(client, &pod).await;
+    let on = scope_feature("On");
+    cluster::apply(client, &on).await;
+    cluster::apply_status(client, &on).await;
+    eventually(
+        "a pod on zone-node-2 stored with zone-b's group once vpa-node-scope is On again",
+        Duration::from_secs(30),
+        || {
+            let client = client.clone();
+            async move {
+                let pod = create_pod(&client, &zonal_pod("zone-node-2")).await;
+                let grouped = resources(&pod)[0].1["requests"]["cpu"] == "260m";
+                crate::mutation::delete_pod(&client, &pod).await;
+                grouped.then_some(())
+            }
+        },
+    )
+    .await;
+    println!("  vpa-node-scope On again: zone-b's group (260m)");
 }
