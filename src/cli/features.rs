@@ -159,6 +159,17 @@ pub enum UsesFormat {
     Yaml,
 }
 
+/// A report as `-o json` (pretty, with a final newline) or `-o yaml`.
+pub(crate) fn render(report: &Value, output: UsesFormat) -> Result<String, RunError> {
+    if output == UsesFormat::Yaml {
+        serde_saphyr::to_string(report).map_err(|e| RunError::Internal(e.to_string()))
+    } else {
+        serde_json::to_string_pretty(report)
+            .map(|t| t + "\n")
+            .map_err(|e| RunError::Internal(e.to_string()))
+    }
+}
+
 /// What a source holds once read.
 pub(crate) struct Loaded {
     pub(crate) policies: PolicySet,
@@ -349,18 +360,10 @@ fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
             ));
             text
         }
-        UsesFormat::Json => {
-            let report =
-                json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses});
-            serde_json::to_string_pretty(&report)
-                .map(|t| t + "\n")
-                .map_err(|e| RunError::Internal(e.to_string()))?
-        }
-        UsesFormat::Yaml => {
-            let report =
-                json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses});
-            serde_saphyr::to_string(&report).map_err(|e| RunError::Internal(e.to_string()))?
-        }
+        UsesFormat::Json | UsesFormat::Yaml => render(
+            &json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses}),
+            args.output,
+        )?,
     };
     write_out(&text)?;
     Ok(if uses.is_empty() {

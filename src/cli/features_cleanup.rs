@@ -68,13 +68,7 @@ pub fn run_cleanup(args: &CleanupArgs) -> Result<ExitCode, RunError> {
                 "cleanup": rules,
                 "patches": patches,
             });
-            if args.output == UsesFormat::Json {
-                serde_json::to_string_pretty(&report)
-                    .map(|t| t + "\n")
-                    .map_err(|e| RunError::Internal(e.to_string()))?
-            } else {
-                serde_saphyr::to_string(&report).map_err(|e| RunError::Internal(e.to_string()))?
-            }
+            super::features::render(&report, args.output)?
         }
     };
     write_out(&text)?;

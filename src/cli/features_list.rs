@@ -42,13 +42,7 @@ pub(crate) fn run_list(source: &Source, output: UsesFormat) -> Result<ExitCode, 
                 .map(|(f, uses)| list_item(f, *uses, now))
                 .collect();
             let report = json!({"features": list});
-            if output == UsesFormat::Json {
-                serde_json::to_string_pretty(&report)
-                    .map(|t| t + "\n")
-                    .map_err(|e| RunError::Internal(e.to_string()))?
-            } else {
-                serde_saphyr::to_string(&report).map_err(|e| RunError::Internal(e.to_string()))?
-            }
+            super::features::render(&report, output)?
         }
     };
     write_out(&text)?;

@@ -63,11 +63,7 @@ impl CleanupPatch {
     /// `Kind namespace/name`, or `Kind name` for a cluster-scoped object.
     #[must_use]
     pub fn label(&self) -> String {
-        if self.namespace.is_empty() {
-            format!("{} {}", self.kind, self.name)
-        } else {
-            format!("{} {}/{}", self.kind, self.namespace, self.name)
-        }
+        super::uses::object_label(&self.kind, &self.namespace, &self.name)
     }
 
     /// The resourceVersion the patch tests.

@@ -44,11 +44,7 @@ impl Use {
     /// `Kind namespace/name`, or `Kind name` for a cluster-scoped object.
     #[must_use]
     pub fn label(&self) -> String {
-        if self.namespace.is_empty() {
-            format!("{} {}", self.kind, self.name)
-        } else {
-            format!("{} {}/{}", self.kind, self.namespace, self.name)
-        }
+        object_label(&self.kind, &self.namespace, &self.name)
     }
 }
 
@@ -292,3 +288,13 @@ fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
 #[cfg(test)]
 #[path = "uses_tests.rs"]
 mod tests;
+
+/// `Kind namespace/name`, or `Kind name` for a cluster-scoped object.
+#[must_use]
+pub fn object_label(kind: &str, namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        format!("{kind} {name}")
+    } else {
+        format!("{kind} {namespace}/{name}")
+    }
+}

@@ -89,19 +89,6 @@ fn controller(kubeconfig: &std::path::Path, instance: &str, port: u16) -> Proces
     Process::spawn("balloon", command, log).unwrap_or_else(|e| panic!("{e}"))
 }
 
-async fn metrics(port: u16) -> String {
-    let url = format!("http://127.0.0.1:{port}/metrics");
-    tokio::task::spawn_blocking(move || {
-        Command::new("curl")
-            .args(["-s", &url])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default()
-}
-
 fn nodescope(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_nodescope"))
         .args(args)
@@ -288,7 +275,10 @@ pub async fn run(plane: &ControlPlane) {
         assert_eq!(holder, "e2e-balloon-b");
         (port_b, port_a)
     };
-    let (leading, following) = (metrics(leader).await, metrics(other).await);
+    let (leading, following) = (
+        crate::support::nodescope::scrape(leader).await,
+        crate::support::nodescope::scrape(other).await,
+    );
     assert!(
         leading.contains("nodescope_balloon_resize_results_total{outcome=\"Resized\"} 1"),
         "{leading}"

@@ -127,19 +127,6 @@ fn entries(feature: &Value) -> BTreeMap<String, (String, String)> {
         .collect()
 }
 
-async fn scrape(port: u16) -> String {
-    let url = format!("http://127.0.0.1:{port}/metrics");
-    tokio::task::spawn_blocking(move || {
-        Command::new("curl")
-            .args(["-s", &url])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default()
-}
-
 fn gauge(text: &str, state: &str) -> Option<String> {
     let prefix = format!(
         "nodescope_feature_state{{namespace=\"kube-system\",name=\"vpa-node-scope\",state=\"{state}\"}} "
@@ -379,7 +366,7 @@ pub async fn run(plane: &ControlPlane) {
         "  $ nodescope features cleanup vpa-node-scope -n kube-system --dry-run\n{}",
         crate::features::indent(&dry_run)
     );
-    let on = scrape(metrics_port).await;
+    let on = crate::support::nodescope::scrape(metrics_port).await;
     assert_eq!(gauge(&on, "On").as_deref(), Some("1"), "{on}");
     assert_eq!(gauge(&on, "Off").as_deref(), Some("0"), "{on}");
 
@@ -432,7 +419,7 @@ pub async fn run(plane: &ControlPlane) {
         "{}",
         running.log_tail()
     );
-    let turning = scrape(metrics_port).await;
+    let turning = crate::support::nodescope::scrape(metrics_port).await;
     assert_eq!(
         gauge(&turning, "TurningOff").as_deref(),
         Some("1"),
@@ -465,7 +452,7 @@ pub async fn run(plane: &ControlPlane) {
         off["lastTransitionTime"]
     );
     let after = eventually("the state gauge at Off", LIMIT, || async {
-        let text = scrape(metrics_port).await;
+        let text = crate::support::nodescope::scrape(metrics_port).await;
         (gauge(&text, "Off").as_deref() == Some("1")).then_some(text)
     })
     .await;

@@ -61,29 +61,8 @@ pub async fn run(plane: &ControlPlane) {
     cluster::apply_status(&client, &vpa).await;
 
     for (node, cpu) in [("zone-node-1", "140m"), ("zone-node-2", "260m")] {
-        let pod = eventually(
-            &format!("a pod on {node} stored with its zone's group"),
-            Duration::from_secs(30),
-            || {
-                let client = client.clone();
-                async move {
-                    let pod = create_pod(&client, &zonal_pod(node)).await;
-                    let stored = resources(&pod)[0].1["requests"]["cpu"] == cpu;
-                    if !stored {
-                        crate::mutation::delete_pod(&client, &pod).await;
-                    }
-                    stored.then_some(pod)
-                }
-            },
-        )
-        .await;
-        assert_eq!(
-            resources(&pod)[0].1["requests"],
-            json!({"cpu": cpu, "memory": "128Mi"}),
-            "{node}"
-        );
+        stored_with(&client, node, cpu, "its zone's group").await;
         println!("  {node}: stored with its zone's group ({cpu})");
-        crate::mutation::delete_pod(&client, &pod).await;
     }
     gated(&client).await;
     cluster::delete(&client, &config).await;
@@ -103,44 +82,51 @@ async fn gated(client: &kube::Client) {
     let turning_off = scope_feature("TurningOff");
     cluster::apply(client, &turning_off).await;
     cluster::apply_status(client, &turning_off).await;
+    stored_with(
+        client,
+        "zone-node-2",
+        "200m",
+        "the VPA-wide recommendation while vpa-node-scope is TurningOff",
+    )
+    .await;
+    println!("  vpa-node-scope TurningOff: a new pod on zone-node-2 got the VPA-wide 200m, not zone-b's 260m");
+    let on = scope_feature("On");
+    cluster::apply(client, &on).await;
+    cluster::apply_status(client, &on).await;
+    stored_with(
+        client,
+        "zone-node-2",
+        "260m",
+        "zone-b's group once vpa-node-scope is On again",
+    )
+    .await;
+    println!("  vpa-node-scope On again: zone-b's group (260m)");
+}
+
+/// Creates pods for `node` until one is stored with `cpu` requested and
+/// 128Mi (the webhook's store may lag the objects just written), and
+/// deletes it.
+async fn stored_with(client: &kube::Client, node: &str, cpu: &str, what: &str) {
     let pod = eventually(
-        "a pod on zone-node-2 stored with the VPA-wide recommendation while vpa-node-scope is TurningOff",
+        &format!("a pod on {node} stored with {what} ({cpu})"),
         Duration::from_secs(30),
         || {
             let client = client.clone();
             async move {
-                let pod = create_pod(&client, &zonal_pod("zone-node-2")).await;
-                let global = resources(&pod)[0].1["requests"]["cpu"] == "200m";
-                if !global {
+                let pod = create_pod(&client, &zonal_pod(node)).await;
+                let stored = resources(&pod)[0].1["requests"]["cpu"] == cpu;
+                if !stored {
                     crate::mutation::delete_pod(&client, &pod).await;
                 }
-                global.then_some(pod)
+                stored.then_some(pod)
             }
         },
     )
     .await;
     assert_eq!(
         resources(&pod)[0].1["requests"],
-        json!({"cpu": "200m", "memory": "128Mi"})
+        json!({"cpu": cpu, "memory": "128Mi"}),
+        "{node}"
     );
-    println!("  vpa-node-scope TurningOff: a new pod on zone-node-2 got the VPA-wide 200m, not zone-b's 260m");
     crate::mutation::delete_pod(client, &pod).await;
-    let on = scope_feature("On");
-    cluster::apply(client, &on).await;
-    cluster::apply_status(client, &on).await;
-    eventually(
-        "a pod on zone-node-2 stored with zone-b's group once vpa-node-scope is On again",
-        Duration::from_secs(30),
-        || {
-            let client = client.clone();
-            async move {
-                let pod = create_pod(&client, &zonal_pod("zone-node-2")).await;
-                let grouped = resources(&pod)[0].1["requests"]["cpu"] == "260m";
-                crate::mutation::delete_pod(&client, &pod).await;
-                grouped.then_some(())
-            }
-        },
-    )
-    .await;
-    println!("  vpa-node-scope On again: zone-b's group (260m)");
 }

@@ -140,19 +140,6 @@ fn updater(instance: &str, port: u16) -> Process {
     Process::spawn("update", command, log).unwrap_or_else(|e| panic!("{e}"))
 }
 
-async fn metrics(port: u16) -> String {
-    let url = format!("http://127.0.0.1:{port}/metrics");
-    tokio::task::spawn_blocking(move || {
-        Command::new("curl")
-            .args(["-s", &url])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    })
-    .await
-    .unwrap_or_default()
-}
-
 /// (requests cpu, requests memory, limits cpu, limits memory) of the spec.
 async fn spec_of(pods: &Api<Pod>, name: &str) -> (String, String, String, String) {
     let pod = pods
@@ -341,7 +328,10 @@ pub async fn run(plane: &ControlPlane) {
     }
 
     // Only the leader acted.
-    let (ma, mb) = (metrics(port_a).await, metrics(port_b).await);
+    let (ma, mb) = (
+        crate::support::nodescope::scrape(port_a).await,
+        crate::support::nodescope::scrape(port_b).await,
+    );
     let leads = |m: &str| m.lines().any(|l| l == "nodescope_updater_leader 1");
     let resizes = |m: &str| {
         m.lines().any(|l| {

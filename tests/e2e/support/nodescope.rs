@@ -72,3 +72,18 @@ pub fn webhook_configuration(file: &str, name: &str, server: &Server) -> Value {
     }
     config
 }
+
+/// The text a component serves on `http://127.0.0.1:{port}/metrics`
+/// (empty while it does not answer).
+pub async fn scrape(port: u16) -> String {
+    let url = format!("http://127.0.0.1:{port}/metrics");
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new("curl")
+            .args(["-s", &url])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap_or_default()
+}
