@@ -215,6 +215,7 @@ impl UpstreamFlags {
                 max_allowed_cpu: self.container_recommendation_max_allowed_cpu.clone(),
                 max_allowed_memory: self.container_recommendation_max_allowed_memory.clone(),
                 group_min_samples: self.group_min_samples,
+                status_limit: crate::recommend::fit::STATUS_LIMIT,
             },
             recommender_name: self.recommender_name.clone(),
         }

@@ -307,7 +307,9 @@ async fn interval(
         let ingested = model.observe(&config.replay.model, &scoped, &*nodes.labels(), &usage, now);
         metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
         let counts = model.pod_counts();
-        vpas.iter()
+        let mut too_large = 0;
+        let writes = vpas
+            .iter()
             .filter_map(|(vpa, resource_version)| {
                 let key = format!("{}/{}", vpa.namespace, vpa.name);
                 let status = vpa_status(
@@ -318,9 +320,12 @@ async fn interval(
                     counts.get(key.as_str()).copied().unwrap_or(0),
                     now,
                 );
+                too_large += usize::from(status.groups_too_large());
                 needs_write(&vpa.status, &status).then_some((vpa, resource_version, status))
             })
-            .collect()
+            .collect();
+        metrics.recommender_groups_too_large(too_large);
+        writes
     };
     for (vpa, resource_version, status) in writes {
         match write_status(client, vpa, resource_version, &status).await {

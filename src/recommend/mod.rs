@@ -8,7 +8,8 @@
 //! - the model: per-pod-container memory windows and OOM bumps
 //!   ([`container`]), the keyed history ([`model`]), fed from [`input`]
 //!   and [`usage`];
-//! - logic to status: [`status`] (capping, rounding, conditions, groups);
+//! - logic to status: [`status`] (capping, rounding, conditions, groups),
+//!   kept within what etcd stores by [`fit`];
 //! - persistence: [`checkpoints`] (sharded `RecommendationCheckpoint`
 //!   objects);
 //! - edges: [`replay`] (files, no cluster) and [`cluster`] with [`watch`]
@@ -34,6 +35,7 @@ pub mod checkpoints;
 pub mod cluster;
 pub mod container;
 pub mod estimate;
+pub mod fit;
 mod gomath;
 pub mod histogram;
 pub mod input;

@@ -185,6 +185,7 @@ impl Replay {
                 max_allowed_cpu: None,
                 max_allowed_memory: None,
                 group_min_samples: 1,
+                status_limit: super::fit::STATUS_LIMIT,
             },
             recommender_name: "default".to_owned(),
         }
