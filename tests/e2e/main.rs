@@ -25,6 +25,7 @@ mod features;
 mod guard;
 mod install;
 mod mutation;
+mod portable_scope;
 mod recommend;
 mod scopes;
 mod status_lease;
@@ -47,6 +48,7 @@ const STEPS: &[(&str, Step)] = &[
     ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
+    ("portable-scope", |p| portable_scope::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
