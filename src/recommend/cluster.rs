@@ -13,6 +13,7 @@ use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{needs_write, vpa_status, VpaStatus};
+use super::upstream_cluster;
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::RecommenderMetrics;
@@ -35,6 +36,17 @@ pub enum MetricsSource {
     Recorded(std::collections::VecDeque<(Timestamp, Vec<PodUsage>)>),
 }
 
+/// Which checkpoints the leader writes (`--checkpoints`). Either way it
+/// first reads its own and imports upstream's for VPAs that have none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckpointFormat {
+    /// `RecommendationCheckpoint` shards, exact.
+    #[default]
+    Nodescope,
+    /// upstream's `VerticalPodAutoscalerCheckpoint`s ([`super::upstream`]).
+    Upstream,
+}
+
 /// How the loop runs.
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
@@ -44,6 +56,7 @@ pub struct LoopConfig {
     pub interval: Duration,
     /// How often the history is checkpointed (and once more on shutdown).
     pub checkpoint_interval: Duration,
+    pub checkpoints: CheckpointFormat,
     pub lease: LeaseConfig,
     /// This replica (the pod name): the Lease holder's identity.
     pub instance: String,
@@ -150,8 +163,29 @@ async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage
     Ok(out)
 }
 
-/// The history the last leader checkpointed.
-async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
+/// The history the last leader checkpointed: its own checkpoints (unless
+/// it writes upstream's, so that stale ones never win), then upstream's for
+/// every VPA that has none.
+async fn restore(
+    client: &Client,
+    replay: &Replay,
+    format: CheckpointFormat,
+) -> Result<History, ClusterError> {
+    let mut history = History::default();
+    if format == CheckpointFormat::Nodescope {
+        history = restore_own(client, replay).await?;
+    }
+    let upstream = upstream_cluster::read(client)
+        .await
+        .map_err(|source| ClusterError::List {
+            what: "verticalpodautoscalercheckpoints.autoscaling.k8s.io",
+            source,
+        })?;
+    upstream_cluster::import(&replay.model.history, &mut history, &upstream);
+    Ok(history)
+}
+
+async fn restore_own(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
     let list = api
         .list(&ListParams::default())
@@ -173,10 +207,15 @@ async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterErr
 /// not produce (a VPA gone, or fewer shards than before).
 async fn write_checkpoints(
     client: &Client,
+    config: &LoopConfig,
     history: &Shared,
     now: Timestamp,
     metrics: &RecommenderMetrics,
 ) -> Result<(), ClusterError> {
+    if config.checkpoints == CheckpointFormat::Upstream {
+        upstream_cluster::write(client, history, &config.replay.model.history, now, metrics).await;
+        return Ok(());
+    }
     let written_at = now.to_string();
     let params = PatchParams::apply("nodescope-recommender").force();
     let mut written = HashSet::new();
@@ -387,7 +426,7 @@ pub async fn run(
             continue;
         }
         if !restored {
-            match restore(&client, &config.replay).await {
+            match restore(&client, &config.replay, config.checkpoints).await {
                 Ok(checkpointed) => {
                     tracing::info!(keys = checkpointed.keys(), "leading: checkpoints read");
                     pending = Some(checkpointed);
@@ -415,7 +454,7 @@ pub async fn run(
         }
         if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
             if let Err(error) =
-                write_checkpoints(&client, &history, Timestamp::now(), &metrics).await
+                write_checkpoints(&client, &config, &history, Timestamp::now(), &metrics).await
             {
                 tracing::warn!(%error, "checkpoints not written");
             }
@@ -423,7 +462,9 @@ pub async fn run(
         }
     }
     if restored && pending.is_none() && *leading.borrow() {
-        if let Err(error) = write_checkpoints(&client, &history, Timestamp::now(), &metrics).await {
+        if let Err(error) =
+            write_checkpoints(&client, &config, &history, Timestamp::now(), &metrics).await
+        {
             tracing::warn!(%error, "last checkpoints not written");
         }
     }

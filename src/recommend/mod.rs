@@ -11,9 +11,10 @@
 //! - logic to status: [`status`] (capping, rounding, conditions, groups),
 //!   kept within what etcd stores by [`fit`];
 //! - persistence: [`checkpoints`] (sharded `RecommendationCheckpoint`
-//!   objects);
+//!   objects), and upstream's `VerticalPodAutoscalerCheckpoint`s
+//!   ([`upstream`], to import from and to write for upstream);
 //! - edges: [`replay`] (files, no cluster) and [`cluster`] with [`watch`]
-//!   (the apiserver, Lease held).
+//!   and [`upstream_cluster`] (the apiserver, Lease held).
 //!
 //! Everything but the two edges is pure: no I/O, no clock.
 //!
@@ -44,6 +45,8 @@ pub mod recording;
 pub mod replay;
 pub mod scheme;
 pub mod status;
+pub mod upstream;
+pub mod upstream_cluster;
 pub mod usage;
 pub mod vpa;
 pub mod watch;

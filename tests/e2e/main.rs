@@ -27,6 +27,7 @@ mod install;
 mod mutation;
 mod portable_scope;
 mod recommend;
+mod recommend_upstream;
 mod scopes;
 mod status_lease;
 mod support;
@@ -52,6 +53,7 @@ const STEPS: &[(&str, Step)] = &[
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
+    ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
