@@ -1,25 +1,24 @@
 //! Keeping a VPA's status within what etcd stores: at 5,000 nodes a
-//! node-scoped VPA's `recommendationGroups` alone approach etcd's 1.5 MiB
-//! request limit. Owns the size budget and the choice of what is written;
-//! it computes no recommendation and writes nothing.
+//! node-scoped VPA's `recommendationGroups` approach etcd's 1.5 MiB request
+//! limit. Owns the size budget and the choice of what is written; it
+//! computes no recommendation and writes nothing.
 //!
-//! The measure is the status as JSON plus the `managedFields` entry the
-//! apiserver keeps for each group (`recommendationGroups` is a list map
-//! keyed by `scopeValue`, so every group is one more key there). When the
-//! whole status fits in [`STATUS_LIMIT`] it is written as it is. When it
-//! does not, the groups whose every target equals `status.recommendation`'s
-//! are left out: the webhook's default fallback (AEP-10031's) gives their
-//! pods exactly those values. When even that does not fit, no group is
-//! written at all, never a part of them: a partial list would give some
-//! nodes their own values and others the fallback with nothing to say which.
+//! The measure is the status as JSON (`recommendationGroups` is an atomic
+//! list, so the apiserver's `managedFields` hold one entry for it, not one
+//! per group). When the whole status fits in [`STATUS_LIMIT`] it is written
+//! as it is. When it does not, the groups whose every target equals
+//! `status.recommendation`'s are left out: the webhook's default fallback
+//! (AEP-10031's) gives their pods exactly those values. When even that does
+//! not fit, no group is written at all, never a part of them: a partial
+//! list would give some nodes their own values and others the fallback with
+//! nothing to say which.
 
 use super::status::{ContainerStatus, GroupStatus, Targets, VpaStatus};
 
-/// The most the status and its groups' managed fields may take. etcd's
-/// default `--max-request-bytes` is 1.5 MiB for the whole object; the
-/// other half MiB is left to metadata, the spec and the spec's managed
-/// fields.
-pub const STATUS_LIMIT: usize = 1024 * 1024;
+/// The most the status may take. etcd's default `--max-request-bytes` is
+/// 1.5 MiB for the whole object; the other quarter MiB is left to
+/// metadata, the spec and the managed fields.
+pub const STATUS_LIMIT: usize = 1280 * 1024;
 
 /// The condition set when the groups did not fit whole.
 pub const TOO_LARGE: &str = "RecommendationGroupsTooLarge";
@@ -41,32 +40,16 @@ pub enum Fit {
     TooLarge { groups: usize, bytes: usize },
 }
 
-/// The bytes `status` takes in the object: its JSON and one managed-field
-/// entry per group.
+/// The bytes `status` takes in the object: its JSON.
 #[must_use]
 pub fn status_bytes(status: &VpaStatus) -> usize {
-    let json = serde_json::to_vec(status).map_or(0, |v| v.len());
-    json + status
-        .recommendation_groups
-        .iter()
-        .map(|g| managed_field_bytes(&g.scope_value))
-        .sum::<usize>()
+    serde_json::to_vec(status).map_or(0, |v| v.len())
 }
 
 /// The bytes of one group's JSON in the list (with its separating comma).
 #[must_use]
 pub fn group_bytes(group: &GroupStatus) -> usize {
     serde_json::to_vec(group).map_or(0, |v| v.len()) + 1
-}
-
-/// The bytes of one group's entry in `managedFields[].fieldsV1`, as the
-/// apiserver writes it for a list map:
-/// `"k:{\"scopeValue\":\"node-1\"}":{".":{},"f:containerRecommendations":{},"f:scopeValue":{}},`
-#[must_use]
-pub fn managed_field_bytes(scope_value: &str) -> usize {
-    let key = serde_json::json!({ "scopeValue": scope_value }).to_string();
-    let key = serde_json::Value::String(format!("k:{key}")).to_string();
-    key.len() + r#":{".":{},"f:containerRecommendations":{},"f:scopeValue":{}},"#.len()
 }
 
 /// Whether admission gives a pod of `group` the same values with the group

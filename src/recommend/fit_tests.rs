@@ -83,12 +83,6 @@ fn a_status_that_fits_is_left_whole() {
 }
 
 #[test]
-fn the_managed_field_entry_of_a_group_is_counted_as_the_apiserver_escapes_it() {
-    let entry = r#""k:{\"scopeValue\":\"node-1\"}":{".":{},"f:containerRecommendations":{},"f:scopeValue":{}},"#;
-    assert_eq!(managed_field_bytes("node-1"), entry.len());
-}
-
-#[test]
 fn over_the_limit_only_groups_equal_to_the_fallback_are_left_out() {
     let mut s = status(10, 5);
     let whole = status_bytes(&s);

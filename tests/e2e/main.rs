@@ -30,6 +30,7 @@ mod recommend;
 mod recommend_upstream;
 mod scopes;
 mod status_lease;
+mod status_size;
 mod support;
 mod update;
 mod updater_rbac;
@@ -54,6 +55,7 @@ const STEPS: &[(&str, Step)] = &[
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
     ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
+    ("status-size", |p| status_size::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),

@@ -166,11 +166,36 @@ pub async fn run(plane: &ControlPlane) {
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
     )
     .await;
+    // nodescope's recommender component brings its own CRD; the cluster
+    // holds none of its objects.
     cluster::apply_files(
         &client,
-        &["tests/fixtures/upstream/vpa-checkpoint-crd.yaml"],
+        &[
+            "tests/fixtures/upstream/vpa-checkpoint-crd.yaml",
+            "manifests/components/recommender/checkpoint-crd.yaml",
+        ],
     )
     .await;
+    let own: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        NAMESPACE,
+        &ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk(
+                "nodescope.dev",
+                "v1alpha1",
+                "RecommendationCheckpoint",
+            ),
+            "recommendationcheckpoints",
+        ),
+    );
+    eventually("RecommendationCheckpoint served", LIMIT, || async {
+        own.list(&ListParams::default()).await.ok()
+    })
+    .await;
+    assert!(own
+        .list(&ListParams::default())
+        .await
+        .is_ok_and(|l| l.items.is_empty()));
     let upstream_api = api(&client, upstream::KIND, "verticalpodautoscalercheckpoints");
     eventually("VerticalPodAutoscalerCheckpoint served", LIMIT, || async {
         upstream_api.list(&ListParams::default()).await.ok()
