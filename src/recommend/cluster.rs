@@ -175,13 +175,15 @@ async fn restore(
     if format == CheckpointFormat::Nodescope {
         history = restore_own(client, replay).await?;
     }
-    let upstream = upstream_cluster::read(client)
-        .await
-        .map_err(|source| ClusterError::List {
-            what: "verticalpodautoscalercheckpoints.autoscaling.k8s.io",
-            source,
-        })?;
-    upstream_cluster::import(&replay.model.history, &mut history, &upstream);
+    // The import is a courtesy: a cluster where it cannot be read (RBAC of
+    // an older install) still gets its recommendations.
+    match upstream_cluster::read(client).await {
+        Ok(upstream) => upstream_cluster::import(&replay.model.history, &mut history, &upstream),
+        Err(error) => tracing::warn!(
+            %error,
+            "upstream's VerticalPodAutoscalerCheckpoints not read: nothing imported"
+        ),
+    }
     Ok(history)
 }
 

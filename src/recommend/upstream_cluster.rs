@@ -27,7 +27,7 @@ fn resource() -> ApiResource {
 /// that never ran upstream's recommender).
 ///
 /// # Errors
-/// The list failed for another reason.
+/// The list failed for another reason (the caller goes on without).
 pub async fn read(client: &Client) -> Result<Vec<Value>, kube::Error> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
     match api.list(&ListParams::default()).await {
