@@ -319,6 +319,66 @@ fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
             "nodescope: --store file: needs a path, as in file:./dir\n"
         )
     );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        "upstream:",
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: --checkpoints upstream: needs a path, as in upstream:./dir\n"
+        )
+    );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        "upstream",
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: offline, --checkpoints must be file:DIR, upstream:DIR or none\n"
+        )
+    );
+    // An upstream checkpoint that is not what upstream writes is named.
+    write(&dir.path().join("good/day.json"), &metrics(0..1));
+    let metrics_flag = format!("file:{}", dir.path().join("good").display());
+    let checkpoints = dir.path().join("checkpoints");
+    write(
+        &checkpoints.join("monitoring.agent-agent.json"),
+        &json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscalerCheckpoint",
+            "metadata": {"name": "agent-agent", "namespace": "monitoring"},
+            "spec": {"vpaObjectName": "agent", "containerName": "agent"},
+            "status": {"version": "v3", "totalSamplesCount": "many"}}),
+    );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        &format!("file:{}", checkpoints.display()),
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: checkpoint VerticalPodAutoscalerCheckpoint/monitoring/agent-agent: \
+             status.totalSamplesCount: \"many\" is not a count\n"
+        )
+    );
 }
 
 #[test]
