@@ -29,6 +29,89 @@ fn vpa_file(dir: &Path, name: &str, scope: &str) -> String {
     path.display().to_string()
 }
 
+/// The one-line recipe of docs/operations.md, run as written (bash, with
+/// the suite's kubectl first on PATH): it rewrites every VPA with
+/// `scope: node` to `kubernetes.io/hostname` and leaves the others.
+async fn rewrite_recipe(plane: &ControlPlane, dir: &Path) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("docs/operations.md")).unwrap_or_default();
+    let recipe = guide
+        .split("To rewrite\nevery existing VPA in one line")
+        .nth(1)
+        .and_then(|rest| rest.split("```sh\n").nth(1))
+        .and_then(|block| block.split("\n```").next())
+        .unwrap_or_else(|| panic!("docs/operations.md: no rewrite recipe"))
+        .to_owned();
+    for (name, scope) in [
+        ("rewrite-a", "node"),
+        ("rewrite-b", "node"),
+        ("rewrite-c", "topology.kubernetes.io/zone"),
+    ] {
+        let file = vpa_file(dir, name, scope);
+        let (code, out, err) = plane.kubectl(&["create", "--validate=false", "-f", &file], root);
+        assert_eq!(code, 0, "{out}\n{err}");
+    }
+    let kubectl = plane
+        .kubectl
+        .clone()
+        .unwrap_or_else(|| panic!("no kubectl"));
+    let path = format!(
+        "{}:{}",
+        kubectl.parent().unwrap_or(Path::new(".")).display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &recipe])
+        .env("KUBECONFIG", &plane.kubeconfig)
+        .env("PATH", path)
+        .output()
+        .unwrap_or_else(|e| panic!("bash: {e}"));
+    assert!(
+        out.status.success(),
+        "{recipe}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let client = plane.client().await;
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::namespaced_with(
+        client,
+        "default",
+        &kube::discovery::ApiResource::from_gvk_with_plural(
+            &kube::core::GroupVersionKind::gvk("autoscaling.k8s.io", "v1", "VerticalPodAutoscaler"),
+            "verticalpodautoscalers",
+        ),
+    );
+    let mut scopes = Vec::new();
+    for name in ["rewrite-a", "rewrite-b", "rewrite-c"] {
+        let vpa = api
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        scopes.push(
+            vpa.data["spec"]["scope"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        );
+        let _ = api.delete(name, &Default::default()).await;
+    }
+    assert_eq!(
+        scopes,
+        [
+            "kubernetes.io/hostname",
+            "kubernetes.io/hostname",
+            "topology.kubernetes.io/zone"
+        ],
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    println!(
+        "  the rewrite recipe of docs/operations.md: {}",
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .replace('\n', "; ")
+    );
+}
+
 /// kubectl's stderr warnings, one per line.
 fn warnings(stderr: &str) -> Vec<&str> {
     stderr
@@ -107,6 +190,7 @@ pub async fn run(plane: &ControlPlane) {
         enforcers.switch(&client, mode, false).await;
         println!("  {mode:?}: kubectl shows the warning on CREATE and UPDATE of scope node, none for kubernetes.io/hostname");
     }
+    rewrite_recipe(plane, dir.path()).await;
     drop(server);
     for object in bundle.keepers.iter().chain(&bundle.policies) {
         cluster::delete(&client, object).await;
