@@ -213,3 +213,151 @@ fn a_node_scoped_vpa_at_5000_nodes_with_4_containers_fits_and_admits_every_pod_a
         }
     }
 }
+
+mod through_the_status {
+    use crate::recommend::aggregate::{AggregateContainerState, HistoryConfig};
+    use crate::recommend::input::ScopedVpa;
+    use crate::recommend::model::ContainerHistory;
+    use crate::recommend::replay::Replay;
+    use crate::recommend::status::{vpa_status, StatusConfig};
+    use k8s_openapi::jiff::Timestamp;
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    fn at(minute: i64) -> Timestamp {
+        Timestamp::from_second(1_795_000_000 + minute * 60).unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    /// Container `agent` on nodes a and b at 100m, and c at 500m: the
+    /// DaemonSet-wide 90th percentile is c's.
+    fn history() -> BTreeMap<Arc<str>, ContainerHistory> {
+        let h = HistoryConfig::default();
+        let mut c = ContainerHistory::default();
+        for (value, cores) in [("a", 0.1), ("b", 0.1), ("c", 0.5)] {
+            let mut s = AggregateContainerState::default();
+            for m in 0..60 {
+                s.add_cpu_sample(&h, cores, 0.1, at(m));
+            }
+            s.add_memory_peak(&h, 3e8, at(60));
+            c.groups.insert(Arc::from(value), s);
+        }
+        BTreeMap::from([(Arc::from("agent"), c)])
+    }
+
+    fn vpa() -> ScopedVpa {
+        ScopedVpa::from_value(&json!({
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "agent", "namespace": "monitoring", "generation": 1},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"}, "scope": "node"},
+        }))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("the test VPA is scoped"))
+    }
+
+    fn condition(status: &Value) -> Value {
+        status["conditions"]
+            .as_array()
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c["type"] == "RecommendationGroupsTooLarge")
+            })
+            .cloned()
+            .unwrap_or(Value::Null)
+    }
+
+    fn values(status: &Value) -> Vec<&str> {
+        status["recommendationGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g["scopeValue"].as_str())
+            .collect()
+    }
+
+    #[test]
+    fn the_condition_says_whether_groups_were_left_out_and_is_gone_once_they_fit() {
+        let replay = Replay::defaults();
+        let (history, vpa) = (history(), vpa());
+        let mut config = replay.status.clone();
+        let status = |config: &StatusConfig| {
+            vpa_status(
+                config,
+                &replay.model.history,
+                &vpa,
+                Some(&history),
+                3,
+                at(61),
+            )
+        };
+        let whole = status(&config);
+        assert!(!whole.groups_too_large());
+        let whole_value = whole.to_value();
+        assert_eq!(values(&whole_value), ["a", "b", "c"]);
+        assert_eq!(condition(&whole_value), Value::Null);
+
+        // fit measures the status before its conditions are set.
+        let mut bare = whole.clone();
+        bare.conditions.clear();
+        config.status_limit = super::status_bytes(&bare) - 1;
+        let compacted = status(&config).to_value();
+        assert_eq!(
+            values(&compacted),
+            ["a", "b"],
+            "c's group equals the fallback"
+        );
+        let c = condition(&compacted);
+        assert_eq!(
+            (c["status"].as_str(), c["reason"].as_str()),
+            (Some("False"), Some("EqualGroupsOmitted"))
+        );
+        assert!(
+            c["message"].as_str().is_some_and(
+                |m| m.starts_with("1 of 3 recommendationGroups equal status.recommendation")
+            ),
+            "{c}"
+        );
+
+        config.status_limit = 100;
+        let too_large = status(&config);
+        assert!(too_large.groups_too_large());
+        let too_large = too_large.to_value();
+        assert!(
+            too_large.get("recommendationGroups").is_none(),
+            "{too_large}"
+        );
+        assert_eq!(
+            too_large["recommendation"], whole_value["recommendation"],
+            "the fallback is written as ever"
+        );
+        let c = condition(&too_large);
+        assert_eq!(
+            (c["status"].as_str(), c["reason"].as_str()),
+            (Some("True"), Some("StatusTooLarge"))
+        );
+
+        // Read back from that status, with room again: the condition goes.
+        let mut object = json!({
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "agent", "namespace": "monitoring", "generation": 1},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"}, "scope": "node"},
+        });
+        object["status"] = too_large;
+        let read = ScopedVpa::from_value(&object)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("the test VPA is scoped"));
+        let again = vpa_status(
+            &replay.status,
+            &replay.model.history,
+            &read,
+            Some(&history),
+            3,
+            at(62),
+        )
+        .to_value();
+        assert_eq!(values(&again), ["a", "b", "c"]);
+        assert_eq!(condition(&again), Value::Null);
+    }
+}
