@@ -17,7 +17,8 @@ use super::status::{ContainerStatus, GroupStatus, Targets, VpaStatus};
 
 /// The most the status may take. etcd's default `--max-request-bytes` is
 /// 1.5 MiB for the whole object; the other quarter MiB is left to
-/// metadata, the spec and the managed fields.
+/// metadata, the spec, the managed fields and the status's conditions
+/// (set after the fit, a few hundred bytes).
 pub const STATUS_LIMIT: usize = 1280 * 1024;
 
 /// The condition set when the groups did not fit whole.
