@@ -56,6 +56,11 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
                 s(&["recommendationcheckpoints"]),
                 s(&["get", "list", "watch", "create", "patch", "delete"])
             ),
+            (
+                s(&["autoscaling.k8s.io"]),
+                s(&["verticalpodautoscalercheckpoints"]),
+                s(&["get", "list", "create", "patch"])
+            ),
         ]
     );
     let lease = find(&objects, "Role", "nodescope-recommender");

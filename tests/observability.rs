@@ -103,6 +103,7 @@ fn a_fresh_recommender_exports_exactly_its_families_with_failures_at_zero() {
             "nodescope_http_responses_total",
             "nodescope_leader",
             "nodescope_recommender_checkpoint_writes_total",
+            "nodescope_recommender_groups_too_large",
             "nodescope_recommender_keys",
             "nodescope_recommender_metrics_source_up",
             "nodescope_recommender_samples_dropped_total",
@@ -116,6 +117,7 @@ fn a_fresh_recommender_exports_exactly_its_families_with_failures_at_zero() {
             "nodescope_build_info",
             "nodescope_leader",
             "nodescope_recommender_checkpoint_writes",
+            "nodescope_recommender_groups_too_large",
             "nodescope_recommender_keys",
             "nodescope_recommender_metrics_source_up",
             "nodescope_recommender_samples",
@@ -129,6 +131,7 @@ fn a_fresh_recommender_exports_exactly_its_families_with_failures_at_zero() {
         r#"nodescope_recommender_checkpoint_writes_total{result="failure"} 0"#,
         r#"nodescope_leader{lease="nodescope-system/nodescope-recommender"} 0"#,
         "nodescope_recommender_samples_total 0",
+        "nodescope_recommender_groups_too_large 0",
     ] {
         assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
     }

@@ -319,6 +319,66 @@ fn bad_input_is_exit_2_naming_the_file_the_object_and_the_field() {
             "nodescope: --store file: needs a path, as in file:./dir\n"
         )
     );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        "upstream:",
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: --checkpoints upstream: needs a path, as in upstream:./dir\n"
+        )
+    );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        "upstream",
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: offline, --checkpoints must be file:DIR, upstream:DIR or none\n"
+        )
+    );
+    // An upstream checkpoint that is not what upstream writes is named.
+    write(&dir.path().join("good/day.json"), &metrics(0..1));
+    let metrics_flag = format!("file:{}", dir.path().join("good").display());
+    let checkpoints = dir.path().join("checkpoints");
+    write(
+        &checkpoints.join("monitoring.agent-agent.json"),
+        &json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscalerCheckpoint",
+            "metadata": {"name": "agent-agent", "namespace": "monitoring"},
+            "spec": {"vpaObjectName": "agent", "containerName": "agent"},
+            "status": {"version": "v3", "totalSamplesCount": "many"}}),
+    );
+    let (code, stderr) = failing(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics_flag,
+        "--checkpoints",
+        &format!("file:{}", checkpoints.display()),
+    ]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (
+            2,
+            "nodescope: checkpoint VerticalPodAutoscalerCheckpoint/monitoring/agent-agent: \
+             status.totalSamplesCount: \"many\" is not a count\n"
+        )
+    );
 }
 
 #[test]
@@ -349,4 +409,135 @@ fn a_pod_metrics_list_is_read_item_by_item_and_a_bad_item_is_named_alone() {
         "{error}"
     );
     assert_eq!(read.items.iter().filter(|i| i.is_ok()).count(), 5);
+}
+
+/// A target's amount: millicores for `cpu`, bytes for `memory`.
+fn amount(text: &str) -> f64 {
+    match text.strip_suffix('m') {
+        Some(milli) => milli.parse().unwrap_or(f64::NAN),
+        None => text.parse().unwrap_or(f64::NAN),
+    }
+}
+
+#[test]
+fn a_week_checkpointed_in_upstreams_format_and_imported_gives_the_uninterrupted_targets_within_a_bucket(
+) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    recorded(dir.path(), 9000);
+    // The first 6¼ days run at twice the CPU: with the day's half-life they
+    // are still 59% of the weight, so the week's 90th percentile is theirs,
+    // which the last 18 hours alone do not know.
+    for entry in std::fs::read_dir(dir.path().join("metrics/a"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        let mut list: Value = serde_json::from_str(&text).unwrap_or_default();
+        for item in list["items"].as_array_mut().into_iter().flatten() {
+            let usage = &mut item["containers"][0]["usage"];
+            let cpu = amount(usage["cpu"].as_str().unwrap_or_default());
+            usage["cpu"] = json!(format!("{}m", cpu * 2.0));
+        }
+        write(&entry.path(), &list);
+    }
+    let store = format!("file:{}", dir.path().join("store").display());
+    let all = format!("file:{}", dir.path().join("metrics").display());
+    let a = format!("file:{}", dir.path().join("metrics/a").display());
+    let b = format!("file:{}", dir.path().join("metrics/b").display());
+    let upstream = format!("upstream:{}", dir.path().join("checkpoints").display());
+    let imported = format!("file:{}", dir.path().join("checkpoints").display());
+    let uninterrupted = vpa_status(&nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &all,
+        "-o",
+        "json",
+    ]));
+    nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &a,
+        "--checkpoints",
+        &upstream,
+        "-o",
+        "json",
+    ]);
+    let mut written: Vec<String> = std::fs::read_dir(dir.path().join("checkpoints"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    written.sort();
+    // One per scope value (fnv32a of "large", "medium", "small") and the
+    // global one.
+    assert_eq!(
+        written,
+        [
+            "monitoring.agent-agent-35afd776.json",
+            "monitoring.agent-agent-4bd02db4.json",
+            "monitoring.agent-agent-a2c4f48c.json",
+            "monitoring.agent-agent.json",
+        ]
+    );
+    let resumed = vpa_status(&nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &b,
+        "--checkpoints",
+        &imported,
+        "-o",
+        "json",
+    ]));
+    let groups = |status: &Value| -> Vec<(String, f64, f64)> {
+        status["recommendationGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|g| {
+                let t = &g["containerRecommendations"][0]["target"];
+                (
+                    g["scopeValue"].as_str().unwrap_or_default().to_owned(),
+                    amount(t["cpu"].as_str().unwrap_or_default()),
+                    amount(t["memory"].as_str().unwrap_or_default()),
+                )
+            })
+            .collect()
+    };
+    let (want, got) = (groups(&uninterrupted), groups(&resumed));
+    assert_eq!(want.len(), 3, "{uninterrupted:#}");
+    assert_eq!(
+        want.iter().map(|g| &g.0).collect::<Vec<_>>(),
+        got.iter().map(|g| &g.0).collect::<Vec<_>>()
+    );
+    // The documented bound: one bucket of upstream's 5% scheme.
+    for (w, g) in want.iter().zip(&got) {
+        for (x, y) in [(w.1, g.1), (w.2, g.2)] {
+            assert!(y / x <= 1.05 && x / y <= 1.05, "{w:?} vs {g:?}");
+        }
+    }
+    // Without the import the second half alone gives other CPU targets
+    // (its own level's), further off than the bound.
+    let cold = vpa_status(&nodescope(&[
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &b,
+        "-o",
+        "json",
+    ]));
+    for (w, c) in want.iter().zip(&groups(&cold)) {
+        assert!(w.1 / c.1 > 1.05, "{w:?} vs {c:?}");
+    }
+    // What this recording shows of the loss: the same targets exactly.
+    assert_eq!(got, want);
 }

@@ -47,11 +47,14 @@ async fn every_captured_review_is_admitted_by_the_bundle() {
         "vpa-node-exporter-update",
     ] {
         let response = validate(&server, &review(name)).await;
-        assert_eq!(
-            response,
-            json!({"uid": review(name)["request"]["uid"], "allowed": true}),
-            "{name}"
-        );
+        // Both captured VPAs have scope node: admitted with the portability
+        // warning.
+        let expected = if name.starts_with("vpa-") {
+            json!({"uid": review(name)["request"]["uid"], "allowed": true, "warnings": [PORTABLE_WARNING]})
+        } else {
+            json!({"uid": review(name)["request"]["uid"], "allowed": true})
+        };
+        assert_eq!(response, expected, "{name}");
     }
 }
 
@@ -393,4 +396,38 @@ async fn policy_changes_are_reloaded_and_a_broken_bundle_keeps_the_last_good_one
         );
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
+}
+
+const PORTABLE_WARNING: &str = "Validation failed for ValidatingAdmissionPolicy 'nodescope-vpa-scope-portable' \
+     with binding 'nodescope-vpa-scope-portable': spec.scope \"node\" means the node's name to nodescope \
+     (KEP-4943), but upstream VPA's DaemonSetScope reads it as a node label key \"node\", which nodes \
+     rarely carry, so there every pod would share one \"__absent__\" group; spec.scope \
+     \"kubernetes.io/hostname\" gives one group per node in both";
+
+#[tokio::test]
+async fn scope_node_is_admitted_with_a_warning_that_upstream_reads_it_as_a_label_key() {
+    let server = Server::start(&[]);
+    let create = review("vpa-node-exporter-daemonset-node-scope-create");
+    let response = validate(&server, &create).await;
+    assert_eq!(
+        response,
+        json!({"uid": create["request"]["uid"], "allowed": true, "warnings": [PORTABLE_WARNING]})
+    );
+    let mut update = review("vpa-node-exporter-update");
+    update["request"]["object"]["spec"]["scope"] = json!("node");
+    let response = validate(&server, &update).await;
+    assert_eq!(response["allowed"], true, "{response}");
+    assert_eq!(
+        response["warnings"],
+        json!([PORTABLE_WARNING]),
+        "{response}"
+    );
+    // kubernetes.io/hostname means the same to upstream: no warning.
+    let mut hostname = create.clone();
+    hostname["request"]["object"]["spec"]["scope"] = json!("kubernetes.io/hostname");
+    let response = validate(&server, &hostname).await;
+    assert_eq!(
+        response,
+        json!({"uid": create["request"]["uid"], "allowed": true})
+    );
 }

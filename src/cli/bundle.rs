@@ -31,6 +31,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../policies/feature-gates.yaml"),
     ),
     (
+        "vpa-scope-portable.yaml",
+        include_str!("../../policies/vpa-scope-portable.yaml"),
+    ),
+    (
         "vpa-scope.yaml",
         include_str!("../../policies/vpa-scope.yaml"),
     ),

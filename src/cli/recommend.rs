@@ -33,8 +33,12 @@ pub struct RecommendArgs {
     #[arg(long, default_value = "kube")]
     pub metrics: String,
     /// Where history is kept across restarts: `kube`
-    /// (RecommendationCheckpoint objects), `file:DIR`, or `none`. Offline
-    /// the default is none.
+    /// (RecommendationCheckpoint objects), `upstream` (upstream's
+    /// VerticalPodAutoscalerCheckpoint objects, scoped and global, as
+    /// upstream's recommender with DaemonSetScope writes them), `file:DIR`,
+    /// `upstream:DIR` (files in upstream's format), or `none`. Offline the
+    /// default is none. A VPA without nodescope checkpoints is imported
+    /// from upstream's, when there are any.
     #[arg(long)]
     pub checkpoints: Option<String>,
     /// Replay the recording once, print the VPAs with their status, and
@@ -219,6 +223,7 @@ impl UpstreamFlags {
                 max_allowed_cpu: self.container_recommendation_max_allowed_cpu.clone(),
                 max_allowed_memory: self.container_recommendation_max_allowed_memory.clone(),
                 group_min_samples: self.group_min_samples,
+                status_limit: crate::recommend::fit::STATUS_LIMIT,
             },
             recommender_name: self.recommender_name.clone(),
         }
@@ -270,10 +275,22 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
             (store.to_owned(), metrics.to_owned())
         }
     };
-    let checkpoints: Option<PathBuf> = match args.checkpoints.as_deref() {
-        None => None,
-        Some("kube") => return Err("offline, --checkpoints must be file:DIR or none".into()),
-        Some(value) => file_source("checkpoints", value)?.map(Path::to_owned),
+    let (checkpoints, upstream_format): (Option<PathBuf>, bool) = match args.checkpoints.as_deref()
+    {
+        None => (None, false),
+        Some("kube" | "upstream") => {
+            return Err("offline, --checkpoints must be file:DIR, upstream:DIR or none".into())
+        }
+        Some(value) => match value.strip_prefix("upstream:") {
+            Some("") => {
+                return Err("--checkpoints upstream: needs a path, as in upstream:./dir".into())
+            }
+            Some(dir) => (Some(PathBuf::from(dir)), true),
+            None => (
+                file_source("checkpoints", value)?.map(Path::to_owned),
+                false,
+            ),
+        },
     };
     let replay = args.upstream.replay();
     let text = |e: ReplayError| e.to_string();
@@ -294,8 +311,19 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     if let Some(error) = failed {
         return Err(text(error));
     }
-    if let Some(dir) = &checkpoints {
-        replay::write_checkpoints(dir, &outcome.history, recording.last()).map_err(text)?;
+    match &checkpoints {
+        Some(dir) if upstream_format => replay::write_upstream_checkpoints(
+            dir,
+            &replay.model.history,
+            &outcome.history,
+            recording.last(),
+        )
+        .map(drop)
+        .map_err(text)?,
+        Some(dir) => replay::write_checkpoints(dir, &outcome.history, recording.last())
+            .map(drop)
+            .map_err(text)?,
+        None => {}
     }
     let rendered = match args.output {
         Output::Json => {
@@ -353,11 +381,16 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
             "--once replays files: give --store file:DIR and --metrics file:DIR (or --demo)".into(),
         ));
     }
-    if args.checkpoints.as_deref().is_some_and(|c| c != "kube") {
-        return Err(RecommendError::Flags(
-            "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects)".into(),
-        ));
-    }
+    let checkpoints =
+        match args.checkpoints.as_deref() {
+            None | Some("kube") => crate::recommend::cluster::CheckpointFormat::Nodescope,
+            Some("upstream") => crate::recommend::cluster::CheckpointFormat::Upstream,
+            Some(_) => return Err(RecommendError::Flags(
+                "against a cluster, --checkpoints is kube (RecommendationCheckpoint objects) or \
+                 upstream (VerticalPodAutoscalerCheckpoint objects)"
+                    .into(),
+            )),
+        };
     if args.store != "kube" {
         return Err(RecommendError::Flags(format!(
             "--store {:?}: expected kube or file:PATH",
@@ -409,6 +442,7 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
         replay: args.upstream.replay(),
         interval: args.upstream.recommender_interval,
         checkpoint_interval: args.running.checkpoint_interval,
+        checkpoints,
         lease,
         instance: args.running.instance.clone(),
     };

@@ -23,6 +23,7 @@ pub struct RecommenderMetrics {
     status_writes: Family<ResultLabel, Counter>,
     checkpoint_writes: Family<ResultLabel, Counter>,
     source_up: Gauge,
+    groups_too_large: Gauge,
     leader: LeaderMetrics,
     http: HttpMetrics,
     registry: super::Registry,
@@ -39,6 +40,7 @@ impl RecommenderMetrics {
             status_writes: results_at_zero(),
             checkpoint_writes: results_at_zero(),
             source_up: Gauge::default(),
+            groups_too_large: Gauge::default(),
             leader: LeaderMetrics::new(lease),
             http: HttpMetrics::default(),
             registry: super::Registry::builder().build(),
@@ -92,6 +94,13 @@ impl RecommenderMetrics {
         self.checkpoint_writes.get_or_create(&outcome(ok)).inc();
     }
 
+    /// VPAs whose `recommendationGroups` did not fit in their status at
+    /// the last interval.
+    pub fn recommender_groups_too_large(&self, vpas: usize) {
+        self.groups_too_large
+            .set(i64::try_from(vpas).unwrap_or(i64::MAX));
+    }
+
     /// Whether the metrics source answered.
     pub fn recommender_metrics_source(&self, up: bool) {
         self.source_up.set(i64::from(up));
@@ -130,6 +139,12 @@ impl Families for RecommenderMetrics {
             "1 when the last PodMetrics list succeeded; 0 while the last recommendations are kept",
             self.source_up.clone(),
         );
+        registry.register(
+            "nodescope_recommender_groups_too_large",
+            "VPAs whose recommendationGroups did not fit in their status at the last interval \
+             (condition RecommendationGroupsTooLarge; their pods get status.recommendation)",
+            self.groups_too_large.clone(),
+        );
     }
 }
 
@@ -146,6 +161,7 @@ mod tests {
         m.recommendation_write(false);
         m.checkpoint_write(true);
         m.recommender_metrics_source(false);
+        m.recommender_groups_too_large(2);
         m.leader()
             .leader("nodescope-system/nodescope-recommender", true);
         let text = m.render();
@@ -158,6 +174,7 @@ mod tests {
             "nodescope_recommender_checkpoint_writes_total{result=\"success\"} 1",
             "nodescope_recommender_checkpoint_writes_total{result=\"failure\"} 0",
             "nodescope_recommender_metrics_source_up 0",
+            "nodescope_recommender_groups_too_large 2",
             "nodescope_leader{lease=\"nodescope-system/nodescope-recommender\"} 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");

@@ -13,6 +13,7 @@ use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{keep_groups, needs_write, vpa_status, VpaStatus};
+use super::upstream_cluster;
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::features::cluster::feature_resource;
 use crate::leader::{self, LeaseConfig};
@@ -37,6 +38,17 @@ pub enum MetricsSource {
     Recorded(std::collections::VecDeque<(Timestamp, Vec<PodUsage>)>),
 }
 
+/// Which checkpoints the leader writes (`--checkpoints`). Either way it
+/// first reads its own and imports upstream's for VPAs that have none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CheckpointFormat {
+    /// `RecommendationCheckpoint` shards, exact.
+    #[default]
+    Nodescope,
+    /// upstream's `VerticalPodAutoscalerCheckpoint`s ([`super::upstream`]).
+    Upstream,
+}
+
 /// How the loop runs.
 #[derive(Clone, Debug)]
 pub struct LoopConfig {
@@ -46,6 +58,7 @@ pub struct LoopConfig {
     pub interval: Duration,
     /// How often the history is checkpointed (and once more on shutdown).
     pub checkpoint_interval: Duration,
+    pub checkpoints: CheckpointFormat,
     pub lease: LeaseConfig,
     /// This replica (the pod name): the Lease holder's identity.
     pub instance: String,
@@ -152,8 +165,31 @@ async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage
     Ok(out)
 }
 
-/// The history the last leader checkpointed.
-async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
+/// The history the last leader checkpointed: its own checkpoints (unless
+/// it writes upstream's, so that stale ones never win), then upstream's for
+/// every VPA that has none.
+async fn restore(
+    client: &Client,
+    replay: &Replay,
+    format: CheckpointFormat,
+) -> Result<History, ClusterError> {
+    let mut history = History::default();
+    if format == CheckpointFormat::Nodescope {
+        history = restore_own(client, replay).await?;
+    }
+    // The import is a courtesy: a cluster where it cannot be read (RBAC of
+    // an older install) still gets its recommendations.
+    match upstream_cluster::read(client).await {
+        Ok(upstream) => upstream_cluster::import(&replay.model.history, &mut history, &upstream),
+        Err(error) => tracing::warn!(
+            %error,
+            "upstream's VerticalPodAutoscalerCheckpoints not read: nothing imported"
+        ),
+    }
+    Ok(history)
+}
+
+async fn restore_own(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
     let list = api
         .list(&ListParams::default())
@@ -175,10 +211,15 @@ async fn restore(client: &Client, replay: &Replay) -> Result<History, ClusterErr
 /// not produce (a VPA gone, or fewer shards than before).
 async fn write_checkpoints(
     client: &Client,
+    config: &LoopConfig,
     history: &Shared,
     now: Timestamp,
     metrics: &RecommenderMetrics,
 ) -> Result<(), ClusterError> {
+    if config.checkpoints == CheckpointFormat::Upstream {
+        upstream_cluster::write(client, history, &config.replay.model.history, now, metrics).await;
+        return Ok(());
+    }
     let written_at = now.to_string();
     let params = PatchParams::apply("nodescope-recommender").force();
     let mut written = HashSet::new();
@@ -356,7 +397,9 @@ async fn interval(
         let ingested = model.observe(&config.replay.model, &scoped, &*nodes.labels(), &usage, now);
         metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
         let counts = model.pod_counts();
-        vpas.iter()
+        let mut too_large = 0;
+        let writes = vpas
+            .iter()
             .filter_map(|(vpa, resource_version)| {
                 let key = format!("{}/{}", vpa.namespace, vpa.name);
                 let mut status = vpa_status(
@@ -370,9 +413,12 @@ async fn interval(
                 if gate.is_some() {
                     keep_groups(&vpa.status, &mut status);
                 }
+                too_large += usize::from(status.groups_too_large());
                 needs_write(&vpa.status, &status).then_some((vpa, resource_version, status))
             })
-            .collect()
+            .collect();
+        metrics.recommender_groups_too_large(too_large);
+        writes
     };
     for (vpa, resource_version, status) in writes {
         match write_status(client, vpa, resource_version, &status).await {
@@ -435,7 +481,7 @@ pub async fn run(
             continue;
         }
         if !restored {
-            match restore(&client, &config.replay).await {
+            match restore(&client, &config.replay, config.checkpoints).await {
                 Ok(checkpointed) => {
                     tracing::info!(keys = checkpointed.keys(), "leading: checkpoints read");
                     pending = Some(checkpointed);
@@ -464,7 +510,7 @@ pub async fn run(
         }
         if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
             if let Err(error) =
-                write_checkpoints(&client, &history, Timestamp::now(), &metrics).await
+                write_checkpoints(&client, &config, &history, Timestamp::now(), &metrics).await
             {
                 tracing::warn!(%error, "checkpoints not written");
             }
@@ -472,7 +518,9 @@ pub async fn run(
         }
     }
     if restored && pending.is_none() && *leading.borrow() {
-        if let Err(error) = write_checkpoints(&client, &history, Timestamp::now(), &metrics).await {
+        if let Err(error) =
+            write_checkpoints(&client, &config, &history, Timestamp::now(), &metrics).await
+        {
             tracing::warn!(%error, "last checkpoints not written");
         }
     }

@@ -8,11 +8,13 @@
 //! - the model: per-pod-container memory windows and OOM bumps
 //!   ([`container`]), the keyed history ([`model`]), fed from [`input`]
 //!   and [`usage`];
-//! - logic to status: [`status`] (capping, rounding, conditions, groups);
+//! - logic to status: [`status`] (capping, rounding, conditions, groups),
+//!   kept within what etcd stores by [`fit`];
 //! - persistence: [`checkpoints`] (sharded `RecommendationCheckpoint`
-//!   objects);
+//!   objects), and upstream's `VerticalPodAutoscalerCheckpoint`s
+//!   ([`upstream`], to import from and to write for upstream);
 //! - edges: [`replay`] (files, no cluster) and [`cluster`] with [`watch`]
-//!   (the apiserver, Lease held).
+//!   and [`upstream_cluster`] (the apiserver, Lease held).
 //!
 //! Everything but the two edges is pure: no I/O, no clock.
 //!
@@ -34,6 +36,7 @@ pub mod checkpoints;
 pub mod cluster;
 pub mod container;
 pub mod estimate;
+pub mod fit;
 mod gomath;
 pub mod histogram;
 pub mod input;
@@ -42,6 +45,8 @@ pub mod recording;
 pub mod replay;
 pub mod scheme;
 pub mod status;
+pub mod upstream;
+pub mod upstream_cluster;
 pub mod usage;
 pub mod vpa;
 pub mod watch;

@@ -7,6 +7,7 @@ use super::checkpoints::{self as checkpoint, CheckpointError};
 use super::input::{InputError, NodeIndex, PodUsage, ScopedVpa, TrackedPod};
 use super::model::{History, Ingested, ModelConfig};
 use super::status::{vpa_status, StatusConfig};
+use super::upstream;
 use crate::manifest::{self, ManifestError};
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
@@ -185,6 +186,7 @@ impl Replay {
                 max_allowed_cpu: None,
                 max_allowed_memory: None,
                 group_min_samples: 1,
+                status_limit: super::fit::STATUS_LIMIT,
             },
             recommender_name: "default".to_owned(),
         }
@@ -259,9 +261,22 @@ impl Replay {
         let objects: Vec<Value> = manifest::read_path(dir, &[])?
             .into_iter()
             .map(|d| d.value)
-            .filter(|v| v.get("kind").and_then(Value::as_str) == Some(checkpoint::KIND))
             .collect();
-        Ok(checkpoint::restore(&self.model, &objects)?)
+        let of_kind = |kind: &str| -> Vec<Value> {
+            objects
+                .iter()
+                .filter(|v| v.get("kind").and_then(Value::as_str) == Some(kind))
+                .cloned()
+                .collect()
+        };
+        let mut history = checkpoint::restore(&self.model, &of_kind(checkpoint::KIND))?;
+        let (imported, mut errors) =
+            upstream::restore(&self.model.history, &of_kind(upstream::KIND));
+        if !errors.is_empty() {
+            return Err(errors.remove(0).into());
+        }
+        upstream::import(&mut history, imported);
+        Ok(history)
     }
 }
 
@@ -276,14 +291,37 @@ pub fn write_checkpoints(
     history: &History,
     at: Timestamp,
 ) -> Result<usize, ReplayError> {
+    let objects = checkpoint::checkpoints(history, &at.to_string())?;
+    write_objects(dir, &objects)
+}
+
+/// As [`write_checkpoints`], in upstream's format
+/// (`VerticalPodAutoscalerCheckpoint` objects, [`upstream`]).
+///
+/// # Errors
+/// The directory cannot be written.
+pub fn write_upstream_checkpoints(
+    dir: &Path,
+    config: &super::aggregate::HistoryConfig,
+    history: &History,
+    at: Timestamp,
+) -> Result<usize, ReplayError> {
+    let objects: Vec<Value> = checkpoint::vpas(history)
+        .iter()
+        .flat_map(|vpa| upstream::of_vpa(config, history, vpa, at))
+        .collect();
+    write_objects(dir, &objects)
+}
+
+/// Replaces the `.json` files of `dir` with one per object.
+fn write_objects(dir: &Path, objects: &[Value]) -> Result<usize, ReplayError> {
     let write = |path: &Path, source| ReplayError::Write {
         path: path.display().to_string(),
         source,
     };
     std::fs::create_dir_all(dir).map_err(|e| write(dir, e))?;
-    let objects = checkpoint::checkpoints(history, &at.to_string())?;
     let mut names = std::collections::HashSet::new();
-    for object in &objects {
+    for object in objects {
         let name = format!(
             "{}.{}.json",
             object

@@ -19,6 +19,7 @@ use super::estimate::{
     cpu_percentile, memory_percentile, pod_minimums, recommend_pod, with_margin, RecommenderConfig,
     Resources,
 };
+use super::fit::{fit, Fit, TOO_LARGE};
 use super::input::ScopedVpa;
 use super::model::ContainerHistory;
 use super::model::FastMap;
@@ -46,6 +47,8 @@ pub struct StatusConfig {
     /// holds this many CPU samples (upstream's notion of an aggregate with
     /// history is one that is not empty: 1).
     pub group_min_samples: u64,
+    /// The bytes the status may take ([`super::fit`]).
+    pub status_limit: usize,
 }
 
 /// upstream `RoundUpToScale`.
@@ -395,14 +398,57 @@ pub fn vpa_status(
         message,
         &now,
     );
-    VpaStatus {
-        conditions: conditions.into_values().collect(),
+    let mut status = VpaStatus {
+        conditions: Vec::new(),
         recommendation: RecommendationStatus {
             container_recommendations: recommendations,
         },
         recommendation_groups: groups,
         observed_generation: Some(vpa.generation),
+    };
+    match fit(&mut status, config.status_limit) {
+        Fit::Whole => {
+            conditions.remove(TOO_LARGE);
+        }
+        Fit::Compacted {
+            groups,
+            omitted,
+            bytes,
+        } => {
+            let message = format!(
+                "{omitted} of {groups} recommendationGroups equal status.recommendation and are left out \
+                 so that the status fits ({bytes} of {} bytes); their pods get the same values from \
+                 status.recommendation",
+                config.status_limit
+            );
+            set_condition(
+                &mut conditions,
+                TOO_LARGE,
+                false,
+                "EqualGroupsOmitted",
+                &message,
+                &now,
+            );
+        }
+        Fit::TooLarge { groups, bytes } => {
+            let message = format!(
+                "the {groups} recommendationGroups take {bytes} bytes of status, over the {} allowed, \
+                 even without those equal to status.recommendation; none are written, and pods get \
+                 status.recommendation",
+                config.status_limit
+            );
+            set_condition(
+                &mut conditions,
+                TOO_LARGE,
+                true,
+                "StatusTooLarge",
+                &message,
+                &now,
+            );
+        }
     }
+    status.conditions = conditions.into_values().collect();
+    status
 }
 
 /// Whether `new` must be written over `old`: a target (DaemonSet-wide or of

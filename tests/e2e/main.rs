@@ -26,9 +26,12 @@ mod features;
 mod guard;
 mod install;
 mod mutation;
+mod portable_scope;
 mod recommend;
+mod recommend_upstream;
 mod scopes;
 mod status_lease;
+mod status_size;
 mod support;
 mod update;
 mod updater_rbac;
@@ -48,9 +51,12 @@ const STEPS: &[(&str, Step)] = &[
     ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
     ("enforcers", |p| enforcers::run(p).boxed()),
+    ("portable-scope", |p| portable_scope::run(p).boxed()),
     ("mutation", |p| mutation::run(p).boxed()),
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
+    ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
+    ("status-size", |p| status_size::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
