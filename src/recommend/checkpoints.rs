@@ -186,6 +186,14 @@ pub fn vpas(history: &History) -> Vec<VpaKey> {
     keys
 }
 
+/// Forgets the group history of every VPA `is_scoped` does not name
+/// (`namespace/name`), so that the next checkpoint write writes none for
+/// it and deletes what it had: once Feature `vpa-node-scope` is `Off`, a
+/// VPA no longer scoped keeps no groups (KEP-3920's clean Off).
+pub fn forget_unscoped(history: &mut History, is_scoped: impl Fn(&str) -> bool) {
+    history.vpas.retain(|key, _| is_scoped(key));
+}
+
 /// One VPA's checkpoint objects (none if it has no history): for a writer
 /// that takes the model's lock for one VPA at a time.
 ///

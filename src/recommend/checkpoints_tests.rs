@@ -154,3 +154,22 @@ fn a_running_recommender_loses_only_the_vpa_whose_checkpoint_is_bad() {
     // Offline, the same bad file is an error.
     assert!(restore(&Replay::defaults().model, &objects).is_err());
 }
+
+#[test]
+fn a_vpa_no_longer_scoped_is_forgotten_and_gets_no_checkpoints() {
+    let mut h = history(3);
+    let other: VpaKey = Arc::from("monitoring/other");
+    let v = h.intern_value("node-00000");
+    let kept = h.vpas[&Arc::from("monitoring/agent") as &VpaKey]["agent"].groups[&v].clone();
+    h.container_entry(&other, "agent").groups.insert(v, kept);
+    assert_eq!(vpas(&h), vec![Arc::from("monitoring/agent"), other.clone()]);
+    forget_unscoped(&mut h, |key| key == "monitoring/other");
+    assert_eq!(vpas(&h), vec![other.clone()]);
+    let at = "2026-11-27T00:00:00Z";
+    assert!(of_vpa(&h, &Arc::from("monitoring/agent"), at)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .is_empty());
+    assert!(!of_vpa(&h, &other, at)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .is_empty());
+}

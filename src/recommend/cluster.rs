@@ -392,7 +392,7 @@ async fn interval(
                 .iter()
                 .map(|v| format!("{}/{}", v.namespace, v.name))
                 .collect();
-            model.vpas.retain(|key, _| scoped_keys.contains(&**key));
+            checkpoint::forget_unscoped(&mut model, |key| scoped_keys.contains(key));
         }
         let ingested = model.observe(&config.replay.model, &scoped, &*nodes.labels(), &usage, now);
         metrics.recommender_ingested(ingested.samples, ingested.dropped, model.keys());
