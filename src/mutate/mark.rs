@@ -34,12 +34,53 @@ impl<'a> Originals<'a> {
     /// The mark on `pod`: `Ok(None)` when there is none, `Err` with a
     /// reason when the annotation is not the JSON nodescope writes.
     pub fn of(pod: &'a PodView<'_>) -> Result<Option<Self>, String> {
-        let Some(text) = pod.annotation(ORIGINAL_RESOURCES_ANNOTATION) else {
-            return Ok(None);
-        };
+        pod.annotation(ORIGINAL_RESOURCES_ANNOTATION)
+            .map(Self::parse)
+            .transpose()
+    }
+
+    /// Reads the annotation's value.
+    ///
+    /// # Errors
+    /// When it is not the JSON nodescope writes, naming the annotation.
+    pub fn parse(text: &'a str) -> Result<Self, String> {
         serde_json::from_str(text)
-            .map(|map| Some(Originals(map)))
+            .map(Originals)
             .map_err(|e| format!("annotation {ORIGINAL_RESOURCES_ANNOTATION}: {e}"))
+    }
+
+    /// The mark made of lists already read, for a controller that keeps
+    /// pods read between passes rather than parsing the annotation each
+    /// time: (container, requests, limits).
+    pub fn from_lists(
+        lists: impl IntoIterator<
+            Item = (
+                &'a str,
+                Option<ResourceTexts<'a>>,
+                Option<ResourceTexts<'a>>,
+            ),
+        >,
+    ) -> Self {
+        Originals(JsonMap(
+            lists
+                .into_iter()
+                .map(|(name, requests, limits)| {
+                    (
+                        Str(std::borrow::Cow::Borrowed(name)),
+                        Resources { requests, limits },
+                    )
+                })
+                .collect(),
+        ))
+    }
+
+    /// Every recorded container: (name, requests, limits).
+    pub fn entries(
+        &self,
+    ) -> impl Iterator<Item = (&str, Option<&ResourceTexts<'a>>, Option<&ResourceTexts<'a>>)> {
+        self.0
+            .iter()
+            .map(|(name, r)| (&**name, r.requests.as_ref(), r.limits.as_ref()))
     }
 
     /// The original (requests, limits) of `container`, if it was recorded.

@@ -22,7 +22,7 @@ pub use crate::vpa::{NodeLabel, NodeLabels, Placement, ScopeKey};
 use crate::quantity::Quantity;
 
 use self::capping::{Current, PodMember};
-use self::mark::Originals;
+pub use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
 use crate::vpa::scope;
 use crate::vpa::{
@@ -130,12 +130,33 @@ pub fn size_pod(
     limit_ranges: &[LimitRangeItem],
     missing: MissingNodeRecommendation,
 ) -> Sizing {
-    let mut warnings = Vec::new();
     // A pod nodescope already resized carries the resources it had before
     // (see `mark`): recomputing from those gives exactly the first pass's
     // result, so a reinvocation over nodescope's own output is a no-op and
     // one after another webhook rewrote the resources restores them.
-    let originals = match Originals::of(pod) {
+    size_pod_marked(
+        pod,
+        Originals::of(pod),
+        vpa,
+        placement,
+        limit_ranges,
+        missing,
+    )
+}
+
+/// [`size_pod`] with the pod's mark already read (what
+/// [`Originals::of`] gives for `pod`), for a controller that keeps its pods
+/// read between passes instead of parsing the annotation each time.
+pub fn size_pod_marked(
+    pod: &PodView<'_>,
+    mark: Result<Option<Originals<'_>>, String>,
+    vpa: &VpaPolicy,
+    placement: Placement<'_>,
+    limit_ranges: &[LimitRangeItem],
+    missing: MissingNodeRecommendation,
+) -> Sizing {
+    let mut warnings = Vec::new();
+    let originals = match mark {
         Ok(originals) => originals,
         Err(reason) => {
             warnings.push(format!(

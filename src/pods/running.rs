@@ -7,7 +7,7 @@ use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::pod::{
     ContainerView, OwnerReference, PodMeta, PodSpecView, PodView, ResourcesView,
 };
-use crate::mutate::OBSERVED_CONTAINERS_ANNOTATION;
+use crate::mutate::{Originals, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::quantity::Quantity;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Map, Value};
@@ -16,12 +16,6 @@ use std::sync::Arc;
 
 /// The label that makes a pod a balloon (KEP-5620).
 pub const BALLOON_LABEL: &str = "node.kubernetes.io/balloon";
-
-/// The annotations the webhook's arithmetic reads, the only ones kept.
-const KEPT_ANNOTATIONS: [&str; 2] = [
-    ORIGINAL_RESOURCES_ANNOTATION,
-    OBSERVED_CONTAINERS_ANNOTATION,
-];
 
 /// Why an object could not be kept as a pod; the message names the object
 /// and the field.
@@ -120,6 +114,11 @@ pub struct RunningPod {
     /// The annotations the arithmetic reads (nodescope's mark, the observed
     /// containers), when the pod has them.
     annotations: Annotations,
+    /// nodescope's mark (`nodescope.dev/original-resources`), read once
+    /// rather than on every pass: `Ok(None)` without one, `Err` with the
+    /// reason when it is not nodescope's JSON (the arithmetic then says so,
+    /// as the webhook does). Not kept among `annotations`.
+    mark: Result<Option<Box<[SpecContainer]>>, Box<str>>,
 }
 
 impl RunningPod {
@@ -166,7 +165,7 @@ impl RunningPod {
             })
             .and_then(|r| r.get("name").and_then(Value::as_str))
             .map(Box::from);
-        let annotations = kept_annotations(meta).map_err(fail)?;
+        let (annotations, mark) = kept_annotations(meta).map_err(fail)?;
         let spec_containers = containers
             .iter()
             .enumerate()
@@ -261,6 +260,7 @@ impl RunningPod {
             containers: states,
             spec: spec_containers,
             annotations,
+            mark,
         })
     }
 
@@ -326,6 +326,31 @@ impl RunningPod {
         self.containers.iter().find(|c| &*c.name == name)
     }
 
+    /// Whether the pod carries nodescope's mark (readable or not).
+    #[must_use]
+    pub fn has_mark(&self) -> bool {
+        !matches!(self.mark, Ok(None))
+    }
+
+    /// nodescope's mark, as [`Originals::of`] reads it from the pod,
+    /// without a parse.
+    ///
+    /// # Errors
+    /// When the annotation was not nodescope's JSON, with the reason.
+    pub fn originals(&self) -> Result<Option<Originals<'_>>, String> {
+        match &self.mark {
+            Ok(None) => Ok(None),
+            Err(reason) => Err(reason.to_string()),
+            Ok(Some(containers)) => Ok(Some(Originals::from_lists(containers.iter().map(|c| {
+                (
+                    &*c.name,
+                    view_texts(c.requests.as_ref()),
+                    view_texts(c.limits.as_ref()),
+                )
+            })))),
+        }
+    }
+
     /// The annotation `key`, if kept (see [`RunningPod::view`]).
     #[must_use]
     pub fn annotation(&self, key: &str) -> Option<&str> {
@@ -353,20 +378,52 @@ pub fn view_texts(t: Option<&Texts>) -> Option<JsonMap<Str<'_>, QuantityText<'_>
     })
 }
 
-/// The annotations the arithmetic reads; each must be a string.
-fn kept_annotations(meta: &Map<String, Value>) -> Result<Annotations, String> {
+/// The annotations the arithmetic reads, each a string; nodescope's mark
+/// read apart (see [`RunningPod::originals`]).
+fn kept_annotations(meta: &Map<String, Value>) -> Result<(Annotations, Mark), String> {
     let Some(annotations) = meta.get("annotations").filter(|a| !a.is_null()) else {
-        return Ok(Box::default());
+        return Ok((Box::default(), Ok(None)));
     };
     let annotations = annotations
         .as_object()
         .ok_or_else(|| format!("metadata.annotations: {}", not_an_object(annotations)))?;
-    KEPT_ANNOTATIONS
-        .iter()
-        .filter_map(|key| Some((*key, annotations.get(*key)?)))
-        .map(|(key, value)| match value {
-            Value::String(v) => Ok((Box::from(key), Box::from(v.as_str()))),
-            _ => Err(format!("metadata.annotations.{key}: expected a string")),
+    let text = |key: &str| match annotations.get(key) {
+        None => Ok(None),
+        Some(Value::String(v)) => Ok(Some(v.as_str())),
+        Some(_) => Err(format!("metadata.annotations.{key}: expected a string")),
+    };
+    let kept = text(OBSERVED_CONTAINERS_ANNOTATION)?
+        .map(|v| (Box::from(OBSERVED_CONTAINERS_ANNOTATION), Box::from(v)))
+        .into_iter()
+        .collect();
+    let mark = match text(ORIGINAL_RESOURCES_ANNOTATION)? {
+        None => Ok(None),
+        Some(text) => read_mark(text).map(Some).map_err(Box::from),
+    };
+    Ok((kept, mark))
+}
+
+/// nodescope's mark, kept.
+type Mark = Result<Option<Box<[SpecContainer]>>, Box<str>>;
+
+/// The mark's containers as kept lists; the reason when it is not
+/// nodescope's JSON.
+fn read_mark(text: &str) -> Result<Box<[SpecContainer]>, String> {
+    let originals = Originals::parse(text)?;
+    let texts = |list: Option<&crate::mutate::pod::ResourceTexts<'_>>| {
+        list.map(|l| Texts::try_from_pairs(l.iter().map(|(k, v)| (&**k, &*v.0))))
+            .transpose()
+            .map_err(|e| format!("annotation {ORIGINAL_RESOURCES_ANNOTATION}: {e}"))
+    };
+    originals
+        .entries()
+        .map(|(name, requests, limits)| {
+            Ok(SpecContainer {
+                name: name.into(),
+                has_resources: true,
+                requests: texts(requests)?,
+                limits: texts(limits)?,
+            })
         })
         .collect()
 }

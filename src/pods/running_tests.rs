@@ -77,3 +77,39 @@ fn bad_fields_are_named() {
         "Pod <no namespace>/x: metadata.name and metadata.namespace are required"
     );
 }
+
+#[test]
+fn the_mark_is_read_once_and_given_as_the_webhook_reads_it() {
+    let mut marked = pod(json!({}));
+    marked["metadata"]["annotations"]["nodescope.dev/original-resources"] =
+        json!(r#"{"agent":{"requests":{"cpu":"50m"},"limits":{"cpu":"100m"}}}"#);
+    let p = RunningPod::from_value(&marked).expect("pod");
+    assert!(p.has_mark());
+    let originals = p.originals().expect("readable").expect("marked");
+    let (requests, limits) = originals.get("agent").expect("agent recorded");
+    let texts = |m: Option<&crate::mutate::pod::ResourceTexts<'_>>| -> Vec<(String, String)> {
+        m.into_iter()
+            .flat_map(|m| m.iter())
+            .map(|(k, v)| (k.to_string(), v.0.to_string()))
+            .collect()
+    };
+    assert_eq!(texts(requests), [("cpu".to_owned(), "50m".to_owned())]);
+    assert_eq!(texts(limits), [("cpu".to_owned(), "100m".to_owned())]);
+    // Kept apart: the view's annotations hold only the observed containers.
+    assert_eq!(
+        p.view().annotation("nodescope.dev/original-resources"),
+        None
+    );
+
+    marked["metadata"]["annotations"]["nodescope.dev/original-resources"] = json!("{not json");
+    let p = RunningPod::from_value(&marked)
+        .expect("a bad mark is the arithmetic's warning, not an error");
+    assert!(p.has_mark());
+    assert_eq!(
+        p.originals().expect_err("unreadable"),
+        "annotation nodescope.dev/original-resources: key must be a string at line 1 column 2"
+    );
+    assert!(!RunningPod::from_value(&pod(json!({})))
+        .expect("pod")
+        .has_mark());
+}

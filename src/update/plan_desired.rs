@@ -2,9 +2,8 @@
 //! was created, and the plan's current and desired resources.
 
 use super::{Group, PodPlan};
-use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::pod::{PodView, ResourcesView};
-use crate::mutate::{size_pod, Patch, Sizing};
+use crate::mutate::{size_pod_marked, Patch, Sizing};
 use crate::pods::{view_texts, RunningPod};
 use crate::update::{Action, ContainerChange, Resources};
 use crate::vpa::Placement;
@@ -17,10 +16,11 @@ impl Group<'_> {
     /// resources and the resize body are left to [`fill`] and
     /// [`resize_ops`], for the few plans that act on them.
     pub(super) fn sized(&self, pod: &RunningPod, actual: &PodView<'_>) -> (PodPlan, Sizing) {
-        let creation = self.creation_view(pod, actual);
+        let creation = self.creation_view(pod);
         let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
-        let sizing = size_pod(
+        let sizing = size_pod_marked(
             creation.as_ref().unwrap_or(actual),
+            pod.originals(),
             self.vpa,
             placement,
             self.snapshot.limit_ranges(&pod.namespace),
@@ -76,12 +76,8 @@ impl Group<'_> {
     /// The pod as its DaemonSet created it, for a pod without nodescope's
     /// mark (created before nodescope, or while its webhook was down):
     /// the template's resources, so the limit ratios are the template's.
-    fn creation_view<'p>(
-        &'p self,
-        pod: &'p RunningPod,
-        actual: &PodView<'_>,
-    ) -> Option<PodView<'p>> {
-        if actual.annotation(ORIGINAL_RESOURCES_ANNOTATION).is_some() {
+    fn creation_view<'p>(&'p self, pod: &'p RunningPod) -> Option<PodView<'p>> {
+        if pod.has_mark() {
             return None;
         }
         let template = &self.daemonset?.template;
