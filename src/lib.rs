@@ -5,6 +5,7 @@
 //! returns response bytes. [`cli`] enters the same pipeline offline.
 
 pub mod admission;
+pub mod apiserver;
 pub mod balloon;
 pub mod cli;
 pub mod features;

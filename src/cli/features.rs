@@ -5,13 +5,14 @@
 //! discovery the controller runs ([`crate::features::find_uses`]) over the
 //! objects given with `-f`.
 
-use super::dry_run::input::{str_at, InputError, SourceDocument};
-use super::dry_run::kinds::Kinds;
-use super::dry_run::review::group_version;
+use super::dry_run::input::{InputError, SourceDocument};
 use super::dry_run::sources::{self, Inputs};
 use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::apiserver::kinds::Kinds;
+use crate::apiserver::review::group_version;
 use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
+use crate::json::str_at;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
 use clap::{Args, Subcommand, ValueEnum};

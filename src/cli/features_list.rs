@@ -2,9 +2,9 @@
 //! and recorded state and the uses left, as a table or as JSON or YAML for
 //! scripts (which also carry the tasks and the instances' reports).
 
-use super::dry_run::input::str_at;
 use super::dry_run::RunError;
 use super::features::{age, load, table, uses_of, write_out, Source, UsesFormat};
+use crate::json::str_at;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::process::ExitCode;

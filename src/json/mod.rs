@@ -5,3 +5,10 @@
 pub mod borrowed;
 pub mod object;
 pub mod write;
+
+use serde_json::Value;
+
+/// The string at `pointer`, or `""`.
+pub(crate) fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
+    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}

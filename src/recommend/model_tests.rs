@@ -1,5 +1,6 @@
 use super::*;
-use crate::recommend::input::NodeIndex;
+use crate::recommend::input::{NodeIndex, PodUsage, ScopedVpa};
+use crate::vpa::NodeLabels;
 use serde_json::json;
 
 fn config() -> ModelConfig {

@@ -20,7 +20,7 @@ use crate::support::{cluster, eventually, state, ControlPlane};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, EvictParams, Patch, PatchParams};
 use kube::Client;
-use nodescope::cli::dry_run::review::User;
+use nodescope::apiserver::review::User;
 use serde_json::{json, Value};
 use std::time::Duration;
 

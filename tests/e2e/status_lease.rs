@@ -10,7 +10,7 @@ use crate::support::nodescope as ns;
 use crate::support::{cluster, eventually, ControlPlane};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::Api;
-use nodescope::cli::dry_run::review::User;
+use nodescope::apiserver::review::User;
 use nodescope::leader::status::renew::renew_once;
 use nodescope::leader::status::{lease_is_fresh, renew_time, StatusLease, DEFAULT_LEASE_NAME};
 use nodescope::metrics::StatusLeaseRenewal;

@@ -13,7 +13,7 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, PostParams};
 use kube::Client;
-use nodescope::cli::dry_run::review::User;
+use nodescope::apiserver::review::User;
 use nodescope::leader::status::DEFAULT_LEASE_NAME;
 use nodescope::leader::{elect, LeaseConfig};
 use serde_json::json;

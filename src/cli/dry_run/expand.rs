@@ -10,11 +10,8 @@
 //! `pod-template-generation` are left out: nothing reads them and the hash
 //! cannot be computed offline.)
 
-use super::input::str_at;
+use crate::json::str_at;
 use serde_json::{json, Map, Value};
-
-/// The user the DaemonSet controller creates pods as.
-pub const DAEMONSET_CONTROLLER: &str = "system:serviceaccount:kube-system:daemon-set-controller";
 
 /// The pod the DaemonSet controller would create for `node`, or `None` when
 /// `daemonset` is not an apps/v1 DaemonSet with a pod template.

@@ -3,6 +3,7 @@
 //! AdmissionReviews. Every document keeps where it came from (file,
 //! document number, line) so every complaint can point at it.
 
+use crate::json::str_at;
 use serde_json::Value;
 use std::fmt;
 
@@ -311,11 +312,6 @@ fn list_of(items: Vec<Value>) -> serde_json::Map<String, Value> {
     map.insert("kind".to_owned(), Value::from("List"));
     map.insert("items".to_owned(), Value::Array(items));
     map
-}
-
-/// The string at `pointer`, or `""`.
-pub(crate) fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Checks that a document is a Kubernetes object the CLI can build a

@@ -6,14 +6,11 @@
 //! [`crate::admission::answer`] for the mutation, [`crate::policy::validate`]
 //! for the per-binding verdicts. No rule is restated here.
 
-pub mod defaulting;
 pub mod expand;
 pub mod input;
 pub mod junit;
-pub mod kinds;
 pub mod output;
 mod requests;
-pub mod review;
 mod run;
 pub mod sources;
 pub mod spool;
@@ -21,13 +18,14 @@ pub mod spool;
 pub use run::{run_dry_run, use_colour};
 
 use crate::admission::{self, Decider};
+use crate::apiserver::defaulting::{self, PriorityClasses};
+use crate::apiserver::kinds::Kinds;
+use crate::json::str_at;
 use crate::metrics::Webhook;
 use crate::policy::{validate, AdmissionRequestInput, Decision, PolicyLoadError, PolicySet};
 use crate::store::Snapshot;
 use base64::Engine as _;
-use defaulting::PriorityClasses;
-use input::{check_object, str_at, InputError, Location, SourceDocument};
-use kinds::Kinds;
+use input::{check_object, InputError, Location, SourceDocument};
 use output::{ContainerResources, MutationReport, ObjectReport, Row, Status};
 pub use requests::{requests, RequestOptions, Written};
 use serde_json::Value;

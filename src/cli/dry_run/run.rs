@@ -3,13 +3,13 @@
 //! as it comes, so memory does not grow with the number of objects.
 
 use super::input::{is_review, InputError, SourceDocument};
-use super::kinds::Kinds;
-use super::review::User;
 use super::sources::{self, Inputs};
 use super::{
     check_state, is_param_kind, load_policies, locate, requests, spool, Engine, RequestOptions,
     RunError,
 };
+use crate::apiserver::kinds::Kinds;
+use crate::apiserver::review::User;
 use crate::cli::DryRunArgs;
 use serde_json::Value;
 use std::io::Write;

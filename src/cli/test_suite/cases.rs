@@ -9,10 +9,10 @@
 //! there.
 
 use super::{open_suite, prepare_case, suite_files, PolicyCache, PolicyChoice};
-use crate::cli::dry_run::input::str_at;
-use crate::cli::dry_run::review::User;
+use crate::apiserver::review::User;
 use crate::cli::dry_run::sources::Inputs;
 use crate::cli::dry_run::{is_param_kind, RunError};
+use crate::json::str_at;
 use serde_json::Value;
 use std::path::Path;
 

@@ -8,9 +8,9 @@ mod expect;
 mod report;
 mod schema;
 
+use crate::apiserver::kinds::Kinds;
+use crate::apiserver::review::User;
 use crate::cli::dry_run::input::{InputError, Location, SourceDocument};
-use crate::cli::dry_run::kinds::Kinds;
-use crate::cli::dry_run::review::User;
 use crate::cli::dry_run::sources::{self, Inputs};
 use crate::cli::dry_run::{self, Engine, Request, RequestOptions, RunError};
 use crate::cli::{TestArgs, TestFormat};

@@ -9,7 +9,7 @@ use super::ControlPlane;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::ApiResource;
 use kube::Client;
-use nodescope::cli::dry_run::review::User;
+use nodescope::apiserver::review::User;
 use nodescope::cli::test_suite::cases::{CaseRequest, Verdict};
 use serde_json::{Map, Value};
 use std::collections::HashMap;

@@ -221,7 +221,7 @@ async fn gone(api: &kube::Api<kube::api::DynamicObject>, kind: &str, name: &str)
 /// says so.
 pub async fn authorize(
     clients: &mut admission::Clients,
-    users: &[nodescope::cli::dry_run::review::User],
+    users: &[nodescope::apiserver::review::User],
 ) -> Value {
     let client = clients.as_user(&Default::default());
     let mut names: Vec<&str> = users

@@ -1,9 +1,12 @@
 //! Building the AdmissionReview the apiserver would send for a manifest, so
 //! the CLI enters the webhook's pipeline at "review".
 
-use super::input::str_at;
 use super::kinds::KindInfo;
+use crate::json::str_at;
 use serde_json::{json, Map, Value};
+
+/// The user the DaemonSet controller creates pods as.
+pub const DAEMONSET_CONTROLLER: &str = "system:serviceaccount:kube-system:daemon-set-controller";
 
 /// `request.userInfo`: who makes the request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,7 +21,7 @@ impl User {
     #[must_use]
     pub fn daemonset_controller() -> Self {
         Self {
-            username: super::expand::DAEMONSET_CONTROLLER.to_owned(),
+            username: DAEMONSET_CONTROLLER.to_owned(),
             groups: vec![
                 "system:serviceaccounts".to_owned(),
                 "system:serviceaccounts:kube-system".to_owned(),
@@ -50,7 +53,7 @@ pub fn group_version(api_version: &str) -> (&str, &str) {
 /// kind served as `served`.
 ///
 /// The caller guarantees that the object has a kind and apiVersion
-/// ([`super::input::check_object`]) and looked the kind up
+/// (the CLI checks it on input) and looked the kind up
 /// ([`super::kinds::Kinds::lookup`]).
 #[must_use]
 pub fn build(

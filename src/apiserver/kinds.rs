@@ -9,8 +9,8 @@
 //! `Feature`), or a kind defined by a CustomResourceDefinition among the
 //! inputs.
 
-use super::input::str_at;
 use super::review::group_version;
+use crate::json::str_at;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::LazyLock;

@@ -20,7 +20,7 @@
 //!    without `priorityClassName` gets the known `globalDefault` class, if
 //!    any. An unknown class leaves the pod as written.
 
-use super::input::str_at;
+use crate::json::str_at;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
