@@ -13,6 +13,7 @@
 mod capping;
 pub mod mark;
 pub mod pod;
+mod select;
 
 pub mod patch;
 
@@ -24,7 +25,7 @@ use crate::quantity::Quantity;
 use self::capping::{Current, PodMember};
 pub use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
-use crate::vpa::scope;
+use self::select::select_recommendations;
 use crate::vpa::{
     effective_limit_range, resource_name, ContainerMode, ControlledValues, LimitKind,
     LimitRangeItem, RecommendationRow, ResourceList, VpaPolicy,
@@ -195,90 +196,6 @@ pub fn resize_ops(pod: &PodView<'_>, sizing: &Sizing) -> Patch {
         }
     }
     patch
-}
-
-fn select_recommendations<'v>(
-    vpa: &'v VpaPolicy,
-    placement: Placement<'_>,
-    missing: MissingNodeRecommendation,
-    warnings: &mut Vec<String>,
-) -> Option<RecommendationRow<'v>> {
-    if let Placement::Group { value, .. } = placement {
-        if let Some(recs) = vpa.recommendations.group(value) {
-            return Some(recs);
-        }
-    }
-    // A miss from here on: the words are only built now, off the hot path.
-    let vpa_ref = format!("VerticalPodAutoscaler {}/{}", vpa.namespace, vpa.name);
-    let prefix = match (placement, &vpa.scope) {
-        (Placement::Group { node, value }, key) => {
-            match key {
-                ScopeKey::NodeName => format!("no recommendation for node {value:?} in {vpa_ref}"),
-                ScopeKey::Label(key) if value == scope::ABSENT => format!(
-                    "no recommendation for {key} {value:?} (node {node:?} has no {key} label) in {vpa_ref}"
-                ),
-                ScopeKey::Label(key) => {
-                    format!("no recommendation for {key} {value:?} (node {node:?}) in {vpa_ref}")
-                }
-            }
-        }
-        (Placement::UnknownNode { node }, ScopeKey::Label(key)) => format!(
-            "node {node:?} is not in nodescope's Node store, so its {key} label is unknown ({vpa_ref})"
-        ),
-        (Placement::UnknownNode { node }, ScopeKey::NodeName) => {
-            format!("no recommendation for node {node:?} in {vpa_ref}")
-        }
-        (Placement::ScopeOff { state }, _) => return scope_off(vpa, &vpa_ref, state, warnings),
-        (Placement::NoNode, _) => format!(
-            "the pod names no node (no spec.nodeName and no matchFields metadata.name node affinity), \
-             so it has no recommendation group in {vpa_ref}"
-        ),
-    };
-    let aggregate = match missing {
-        MissingNodeRecommendation::Aggregate => vpa.recommendations.aggregate(),
-        MissingNodeRecommendation::LeaveUnchanged => None,
-    };
-    match aggregate {
-        Some(recs) => {
-            warnings.push(format!(
-                "{prefix}; using the VerticalPodAutoscaler-wide recommendation"
-            ));
-            Some(recs)
-        }
-        None => {
-            warnings.push(format!("{prefix}; resources left unchanged"));
-            None
-        }
-    }
-}
-
-/// AEP-10031 with its gate off: the VPA-wide recommendation, as for an
-/// unscoped VPA. Not a missing group, so `--missing-node-recommendation`
-/// does not apply.
-fn scope_off<'v>(
-    vpa: &'v VpaPolicy,
-    vpa_ref: &str,
-    state: &str,
-    warnings: &mut Vec<String>,
-) -> Option<RecommendationRow<'v>> {
-    let (namespace, name) = scope::SCOPE_FEATURE;
-    let why = format!(
-        "Feature {namespace}/{name} is {state}, so {vpa_ref} acts as an unscoped VPA (KEP-3920)"
-    );
-    match vpa.recommendations.aggregate() {
-        Some(recs) => {
-            warnings.push(format!(
-                "{why}: using the VerticalPodAutoscaler-wide recommendation, not the pod's group"
-            ));
-            Some(recs)
-        }
-        None => {
-            warnings.push(format!(
-                "{why}, and it has no VerticalPodAutoscaler-wide recommendation: resources left unchanged"
-            ));
-            None
-        }
-    }
 }
 
 fn parse_list(

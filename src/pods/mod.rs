@@ -8,13 +8,14 @@
 //! arithmetic gets the view it reads without a parse
 //! ([`RunningPod::view`]).
 
+mod read;
 pub mod resize;
 mod running;
 mod texts;
 
+pub use self::read::{resource_texts, view_texts};
 pub use self::resize::{ResizeCondition, ResizeError, ResizeStatus};
 pub use self::running::{
-    resource_texts, view_texts, ContainerState, PodError, PodPhase, RunningPod, SpecContainer,
-    BALLOON_LABEL,
+    ContainerState, PodError, PodPhase, RunningPod, SpecContainer, BALLOON_LABEL,
 };
 pub use self::texts::{Iter as TextsIter, Texts};

@@ -8,22 +8,21 @@
 //! manager). A follower only waits: on becoming leader it reads the
 //! checkpoints the last leader left and goes on from there.
 
+use super::api::{read_scope_gate, read_usage, read_vpas, write_status};
 use super::checkpoints::{self as checkpoint, KIND};
-use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
+use super::input::{object_value, PodUsage, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{keep_groups, needs_write, vpa_status, VpaStatus};
 use super::upstream_cluster;
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
-use crate::features::cluster::feature_resource;
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::RecommenderMetrics;
-use crate::vpa::SCOPE_FEATURE;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use kube::Client;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -96,7 +95,7 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
     }
 }
 
-fn vpa_resource() -> ApiResource {
+pub(super) fn vpa_resource() -> ApiResource {
     resource(
         "autoscaling.k8s.io",
         "v1",
@@ -112,57 +111,6 @@ fn checkpoint_resource() -> ApiResource {
         KIND,
         "recommendationcheckpoints",
     )
-}
-
-/// Every VPA: the scoped ones this recommender computes, with the
-/// resourceVersion each was read at.
-async fn read_vpas(client: &Client, name: &str) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| ClusterError::List {
-            what: "verticalpodautoscalers.autoscaling.k8s.io",
-            source,
-        })?;
-    let mut out = Vec::new();
-    for object in &list.items {
-        let value = object_value(object, "VerticalPodAutoscaler");
-        match ScopedVpa::from_value(&value) {
-            Ok(Some(vpa)) if vpa.is_for(name) => {
-                out.push((
-                    vpa,
-                    object.metadata.resource_version.clone().unwrap_or_default(),
-                ));
-            }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "VPA left out"),
-        }
-    }
-    Ok(out)
-}
-
-/// PodMetrics of the namespaces of the scoped VPAs, one list each.
-async fn read_usage(client: &Client, namespaces: &[&str]) -> Result<Vec<PodUsage>, ClusterError> {
-    let mut out = Vec::new();
-    for ns in namespaces {
-        let list = |source| ClusterError::List {
-            what: "pods.metrics.k8s.io",
-            source,
-        };
-        let request =
-            kube::core::Request::new(format!("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods"))
-                .list(&ListParams::default())
-                .map_err(|e| list(kube::Error::BuildRequest(e)))?;
-        let items: PodMetricsList = client.request(request).await.map_err(list)?;
-        for item in items.items {
-            match item {
-                Ok(usage) => out.push(usage),
-                Err(error) => tracing::warn!(%error, "PodMetrics left out"),
-            }
-        }
-    }
-    Ok(out)
 }
 
 /// The history the last leader checkpointed: its own checkpoints (unless
@@ -267,65 +215,6 @@ async fn write_checkpoints(
         }
     }
     Ok(())
-}
-
-/// Writes `status` over the VPA's, if the VPA is still at `resource_version`.
-async fn write_status(
-    client: &Client,
-    vpa: &ScopedVpa,
-    resource_version: &str,
-    status: &VpaStatus,
-) -> Result<(), kube::Error> {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &vpa.namespace, &vpa_resource());
-    let patch = json!([
-        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
-        {"op": "add", "path": "/status", "value": status.to_value()},
-    ]);
-    let patch: json_patch::Patch =
-        serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
-    api.patch_status(
-        &vpa.name,
-        &PatchParams::default(),
-        &Patch::<()>::Json(patch),
-    )
-    .await
-    .map(|_| ())
-}
-
-/// Reads Feature [`SCOPE_FEATURE`] into `gate`: its state when it gates
-/// scopes off (`TurningOff`, `Off`), else `None`. A Feature (or a Feature
-/// CRD) that does not exist is no gate, as before Features; a read that
-/// fails keeps the last state read.
-async fn read_scope_gate(client: &Client, gate: &mut Option<String>) {
-    let (namespace, name) = SCOPE_FEATURE;
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), namespace, &feature_resource());
-    let state = match api.get_opt(name).await {
-        Ok(feature) => feature.and_then(|f| {
-            f.data
-                .pointer("/status/state")
-                .and_then(Value::as_str)
-                .filter(|s| matches!(*s, "TurningOff" | "Off"))
-                .map(str::to_owned)
-        }),
-        Err(kube::Error::Api(e)) if e.code == 404 => None,
-        Err(error) => {
-            tracing::warn!(feature = %format!("{namespace}/{name}"), %error, "Feature not read: the last state read stands");
-            return;
-        }
-    };
-    if state != *gate {
-        match &state {
-            Some(state) => {
-                tracing::info!(feature = %format!("{namespace}/{name}"), %state, "scopes gated off: groups are no longer written")
-            }
-            None => {
-                tracing::info!(feature = %format!("{namespace}/{name}"), "scopes not gated: groups are written")
-            }
-        }
-    }
-    *gate = state;
 }
 
 /// One interval: read, compute (under the model's lock), write the

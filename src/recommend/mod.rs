@@ -31,6 +31,7 @@
 //! `histogram_tests.rs`), before allocator overhead for the two windows.
 
 pub mod aggregate;
+mod api;
 pub mod checkpoint;
 pub mod checkpoints;
 pub mod cluster;

@@ -1,0 +1,129 @@
+//! The recommender's calls to the apiserver, one function each: list the
+//! scoped VPAs and the PodMetrics, read the scope gate, write a status
+//! guarded by the resourceVersion read. No decision: [`super::cluster`]
+//! decides what to call.
+
+use super::cluster::{vpa_resource, ClusterError};
+use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
+use super::status::VpaStatus;
+use crate::features::cluster::feature_resource;
+use crate::vpa::SCOPE_FEATURE;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::Client;
+use serde_json::{json, Value};
+
+/// Every VPA: the scoped ones this recommender computes, with the
+/// resourceVersion each was read at.
+pub(super) async fn read_vpas(
+    client: &Client,
+    name: &str,
+) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
+    let list = api
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| ClusterError::List {
+            what: "verticalpodautoscalers.autoscaling.k8s.io",
+            source,
+        })?;
+    let mut out = Vec::new();
+    for object in &list.items {
+        let value = object_value(object, "VerticalPodAutoscaler");
+        match ScopedVpa::from_value(&value) {
+            Ok(Some(vpa)) if vpa.is_for(name) => {
+                out.push((
+                    vpa,
+                    object.metadata.resource_version.clone().unwrap_or_default(),
+                ));
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "VPA left out"),
+        }
+    }
+    Ok(out)
+}
+
+/// PodMetrics of the namespaces of the scoped VPAs, one list each.
+pub(super) async fn read_usage(
+    client: &Client,
+    namespaces: &[&str],
+) -> Result<Vec<PodUsage>, ClusterError> {
+    let mut out = Vec::new();
+    for ns in namespaces {
+        let list = |source| ClusterError::List {
+            what: "pods.metrics.k8s.io",
+            source,
+        };
+        let request =
+            kube::core::Request::new(format!("/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods"))
+                .list(&ListParams::default())
+                .map_err(|e| list(kube::Error::BuildRequest(e)))?;
+        let items: PodMetricsList = client.request(request).await.map_err(list)?;
+        for item in items.items {
+            match item {
+                Ok(usage) => out.push(usage),
+                Err(error) => tracing::warn!(%error, "PodMetrics left out"),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `status` over the VPA's, if the VPA is still at `resource_version`.
+pub(super) async fn write_status(
+    client: &Client,
+    vpa: &ScopedVpa,
+    resource_version: &str,
+    status: &VpaStatus,
+) -> Result<(), kube::Error> {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), &vpa.namespace, &vpa_resource());
+    let patch = json!([
+        {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
+        {"op": "add", "path": "/status", "value": status.to_value()},
+    ]);
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
+    api.patch_status(
+        &vpa.name,
+        &PatchParams::default(),
+        &Patch::<()>::Json(patch),
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Reads Feature [`SCOPE_FEATURE`] into `gate`: its state when it gates
+/// scopes off (`TurningOff`, `Off`), else `None`. A Feature (or a Feature
+/// CRD) that does not exist is no gate, as before Features; a read that
+/// fails keeps the last state read.
+pub(super) async fn read_scope_gate(client: &Client, gate: &mut Option<String>) {
+    let (namespace, name) = SCOPE_FEATURE;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), namespace, &feature_resource());
+    let state = match api.get_opt(name).await {
+        Ok(feature) => feature.and_then(|f| {
+            f.data
+                .pointer("/status/state")
+                .and_then(Value::as_str)
+                .filter(|s| matches!(*s, "TurningOff" | "Off"))
+                .map(str::to_owned)
+        }),
+        Err(kube::Error::Api(e)) if e.code == 404 => None,
+        Err(error) => {
+            tracing::warn!(feature = %format!("{namespace}/{name}"), %error, "Feature not read: the last state read stands");
+            return;
+        }
+    };
+    if state != *gate {
+        match &state {
+            Some(state) => {
+                tracing::info!(feature = %format!("{namespace}/{name}"), %state, "scopes gated off: groups are no longer written")
+            }
+            None => {
+                tracing::info!(feature = %format!("{namespace}/{name}"), "scopes not gated: groups are written")
+            }
+        }
+    }
+    *gate = state;
+}
