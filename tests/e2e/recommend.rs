@@ -83,7 +83,8 @@ fn metrics(range: std::ops::Range<i64>) -> Value {
     json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": items})
 }
 
-fn write(path: &Path, value: &Value) {
+/// Writes `value` as JSON at `path`, making its directory.
+pub(crate) fn write(path: &Path, value: &Value) {
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     }
@@ -124,7 +125,7 @@ fn recommender(instance: &str, metrics: &Path) -> Process {
 
 /// What `status` says, targets only (bounds and conditions are written
 /// only with a target change, and conditions carry times).
-fn targets(status: &Value) -> Value {
+pub(crate) fn targets(status: &Value) -> Value {
     let wide: Vec<Value> = status["recommendation"]["containerRecommendations"]
         .as_array()
         .into_iter()
@@ -134,14 +135,18 @@ fn targets(status: &Value) -> Value {
     json!({"recommendation": wide, "groups": status["recommendationGroups"]})
 }
 
-/// The offline replay's targets over `metrics`.
-fn offline(store: &Path, metrics: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+/// The offline replay's targets over `metrics`, from `checkpoints` (a
+/// `file:` directory) when given.
+pub(crate) fn offline(store: &Path, metrics: &Path, checkpoints: Option<&Path>) -> Value {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
+    command
         .args(["recommend", "-o", "json"])
         .arg(format!("--store=file:{}", store.display()))
-        .arg(format!("--metrics=file:{}", metrics.display()))
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+        .arg(format!("--metrics=file:{}", metrics.display()));
+    if let Some(c) = checkpoints {
+        command.arg(format!("--checkpoints=file:{}", c.display()));
+    }
+    let out = command.output().unwrap_or_else(|e| panic!("{e}"));
     assert!(
         out.status.success(),
         "{}",
@@ -286,7 +291,7 @@ pub async fn run(plane: &ControlPlane) {
             std::fs::copy(part.join("metrics.json"), to.join("metrics.json"))
                 .unwrap_or_else(|e| panic!("{e}"));
         }
-        offline(&store_dir, only.path())
+        offline(&store_dir, only.path(), None)
     };
     let expected: Vec<Value> = (1..=3).map(upto).collect();
     assert_eq!(
@@ -306,7 +311,7 @@ pub async fn run(plane: &ControlPlane) {
     );
     // The last third alone says something else: what the last replica
     // ends with comes from the checkpoints.
-    assert_ne!(offline(&store_dir, &parts[2]), expected[2]);
+    assert_ne!(offline(&store_dir, &parts[2], None), expected[2]);
 
     let mut first = recommender("e2e-rec-1", &parts[0]);
     until_targets(&client, &expected[0], &mut first).await;

@@ -7,6 +7,7 @@
 //! offline replay that imports the same checkpoints from files; without the
 //! import the one interval says something else.
 
+use crate::recommend::{offline, targets, write};
 use crate::support::{cluster, eventually, ControlPlane, Process};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -14,7 +15,6 @@ use kube::discovery::ApiResource;
 use nodescope::recommend::aggregate::{AggregateContainerState, HistoryConfig};
 use nodescope::recommend::upstream;
 use serde_json::{json, Value};
-use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
@@ -105,49 +105,6 @@ fn metrics() -> Value {
     json!({"apiVersion": "metrics.k8s.io/v1beta1", "kind": "PodMetricsList", "metadata": {}, "items": items})
 }
 
-fn write(path: &Path, value: &Value) {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    }
-    std::fs::write(path, serde_json::to_string(value).unwrap_or_default())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-}
-
-/// Targets only: groups and the DaemonSet-wide target.
-fn targets(status: &Value) -> Value {
-    let wide: Vec<Value> = status["recommendation"]["containerRecommendations"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|c| json!({"containerName": c["containerName"], "target": c["target"]}))
-        .collect();
-    json!({"recommendation": wide, "groups": status["recommendationGroups"]})
-}
-
-fn offline(dir: &Path, checkpoints: Option<&Path>) -> Value {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
-    command
-        .args(["recommend", "-o", "json"])
-        .arg(format!("--store=file:{}", dir.join("store").display()))
-        .arg(format!("--metrics=file:{}", dir.join("metrics").display()));
-    if let Some(c) = checkpoints {
-        command.arg(format!("--checkpoints=file:{}", c.display()));
-    }
-    let out = command.output().unwrap_or_else(|e| panic!("{e}"));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let vpa = list["items"]
-        .as_array()
-        .and_then(|i| i.iter().find(|o| o["kind"] == "VerticalPodAutoscaler"))
-        .cloned()
-        .unwrap_or_default();
-    targets(&vpa["status"])
-}
-
 fn api(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
@@ -234,14 +191,18 @@ pub async fn run(plane: &ControlPlane) {
             "agent-agent-e70c2de5"
         ]
     );
-    let expected = offline(dir.path(), Some(&files));
+    let expected = offline(
+        &dir.path().join("store"),
+        &dir.path().join("metrics"),
+        Some(&files),
+    );
     assert_eq!(
         expected["groups"].as_array().map(Vec::len),
         Some(2),
         "{expected:#}"
     );
     assert_ne!(
-        offline(dir.path(), None),
+        offline(&dir.path().join("store"), &dir.path().join("metrics"), None),
         expected,
         "the import must matter"
     );
