@@ -5,6 +5,7 @@
 //! --dry-run` prints it; neither knows a kind, the Feature names them.
 
 use super::uses::{Listed, PolicyUses};
+use crate::json::str_at;
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -257,10 +258,6 @@ fn removal(resource_version: &str, pointer: &str) -> Value {
         {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},
         {"op": "remove", "path": pointer}
     ])
-}
-
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

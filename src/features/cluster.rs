@@ -4,6 +4,7 @@
 //! `nodescope features` against a live cluster.
 
 use super::uses::Listed;
+use crate::json::str_at;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
 use k8s_openapi::api::admissionregistration::v1::{
@@ -216,8 +217,4 @@ fn to_value(object: &impl serde::Serialize, what: &str) -> Result<Value, Cluster
         what: what.to_owned(),
         source,
     })
-}
-
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }

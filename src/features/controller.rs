@@ -12,6 +12,7 @@ use super::lifecycle::{next_status_reported, Desired, FeatureStatus, State, Step
 use super::report;
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
+use crate::json::str_at;
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use k8s_openapi::jiff::Timestamp;
@@ -414,10 +415,6 @@ pub fn recorded(feature: &Value) -> FeatureStatus {
             .and_then(|t| serde_json::from_value(t.clone()).ok())
             .unwrap_or_default(),
     }
-}
-
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

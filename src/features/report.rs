@@ -5,6 +5,7 @@
 //! ([`super::reporter`], [`super::controller`]) passes `now` and writes.
 
 use super::lifecycle::State;
+use crate::json::str_at;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -263,10 +264,6 @@ fn state_of(text: &str) -> Option<State> {
         "TurningOff" => Some(State::TurningOff),
         _ => None,
     }
-}
-
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]

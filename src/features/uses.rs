@@ -3,6 +3,7 @@
 //! what to look at; this module knows no kind.
 
 use super::lifecycle::TransitionTask;
+use crate::json::str_at;
 use crate::policy::{
     validate_policy, AdmissionRequestInput, Decision, LabelSelector, PolicyInputs, PolicySet,
 };
@@ -279,10 +280,6 @@ impl PolicyInputs for FeatureOff<'_> {
             })
             .collect()
     }
-}
-
-fn str_at<'v>(value: &'v Value, pointer: &str) -> &'v str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 #[cfg(test)]
