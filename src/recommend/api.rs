@@ -7,8 +7,10 @@ use super::cluster::{vpa_resource, ClusterError};
 use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::status::VpaStatus;
 use crate::features::cluster::feature_resource;
+use crate::metrics::RecommenderMetrics;
 use crate::vpa::SCOPE_FEATURE;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::discovery::ApiResource;
 use kube::Client;
 use serde_json::{json, Value};
 
@@ -126,4 +128,34 @@ pub(super) async fn read_scope_gate(client: &Client, gate: &mut Option<String>) 
         }
     }
     *gate = state;
+}
+
+/// Applies one checkpoint object of `resource` (server-side apply, the
+/// recommender's field manager, forced), counting the write; a failure is
+/// logged and left to the next checkpoint interval. Returns the object's
+/// (namespace, name).
+pub(super) async fn apply_checkpoint(
+    client: &Client,
+    resource: &ApiResource,
+    object: &Value,
+    metrics: &RecommenderMetrics,
+) -> (String, String) {
+    let text = |pointer: &str| {
+        object
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let (ns, name) = (text("/metadata/namespace"), text("/metadata/name"));
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), &ns, resource);
+    let params = PatchParams::apply("nodescope-recommender").force();
+    match api.patch(&name, &params, &Patch::Apply(object)).await {
+        Ok(_) => metrics.checkpoint_write(true),
+        Err(error) => {
+            metrics.checkpoint_write(false);
+            tracing::warn!(namespace = %ns, %name, kind = %resource.kind, %error, "checkpoint not written");
+        }
+    }
+    (ns, name)
 }

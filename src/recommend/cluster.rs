@@ -8,7 +8,7 @@
 //! manager). A follower only waits: on becoming leader it reads the
 //! checkpoints the last leader left and goes on from there.
 
-use super::api::{read_scope_gate, read_usage, read_vpas, write_status};
+use super::api::{apply_checkpoint, read_scope_gate, read_usage, read_vpas, write_status};
 use super::checkpoints::{self as checkpoint, KIND};
 use super::input::{object_value, PodUsage, ScopedVpa};
 use super::model::History;
@@ -19,7 +19,7 @@ use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::RecommenderMetrics;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use kube::Client;
 use serde_json::Value;
@@ -169,30 +169,12 @@ async fn write_checkpoints(
         return Ok(());
     }
     let written_at = now.to_string();
-    let params = PatchParams::apply("nodescope-recommender").force();
     let mut written = HashSet::new();
     let vpas = checkpoint::vpas(&lock(history));
     for vpa in vpas {
         let objects = checkpoint::of_vpa(&lock(history), &vpa, &written_at)?;
         for object in &objects {
-            let ns = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let name = object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), ns, &checkpoint_resource());
-            match api.patch(name, &params, &Patch::Apply(object)).await {
-                Ok(_) => metrics.checkpoint_write(true),
-                Err(error) => {
-                    metrics.checkpoint_write(false);
-                    tracing::warn!(namespace = ns, name, %error, "checkpoint not written");
-                }
-            }
-            written.insert((ns.to_owned(), name.to_owned()));
+            written.insert(apply_checkpoint(client, &checkpoint_resource(), object, metrics).await);
         }
     }
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());

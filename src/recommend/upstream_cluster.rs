@@ -8,7 +8,7 @@ use super::upstream::{self, KIND};
 use super::watch::{lock, Shared};
 use crate::metrics::RecommenderMetrics;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
 use kube::Client;
 use serde_json::Value;
@@ -52,31 +52,17 @@ pub async fn write(
     now: Timestamp,
     metrics: &RecommenderMetrics,
 ) {
-    let params = PatchParams::apply("nodescope-recommender").force();
     let vpas = super::checkpoints::vpas(&lock(history));
     for vpa in vpas {
         let objects = upstream::of_vpa(config, &lock(history), &vpa, now);
         for object in &objects {
-            let ns = object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let name = object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            // Upstream's Go types write a null creationTimestamp; apply
+            // leaves it to the apiserver.
             let mut object = object.clone();
             if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
                 meta.remove("creationTimestamp");
             }
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &resource());
-            match api.patch(name, &params, &Patch::Apply(&object)).await {
-                Ok(_) => metrics.checkpoint_write(true),
-                Err(error) => {
-                    metrics.checkpoint_write(false);
-                    tracing::warn!(namespace = ns, name, %error, "upstream checkpoint not written");
-                }
-            }
+            super::api::apply_checkpoint(client, &resource(), &object, metrics).await;
         }
     }
 }
