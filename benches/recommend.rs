@@ -16,7 +16,6 @@
 //! `cargo bench --bench recommend` (all sizes) or
 //! `cargo bench --bench recommend -- 5000` (one).
 
-use k8s_openapi::jiff::Timestamp;
 use nodescope::recommend::aggregate::{AggregateContainerState, HistoryConfig};
 use nodescope::recommend::checkpoints::checkpoints;
 use nodescope::recommend::input::{NodeIndex, PodUsage, ScopedVpa, TrackedPod};
@@ -27,9 +26,12 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[path = "synthetic_time.rs"]
+mod synthetic_time;
+use synthetic_time::{at, noise};
+
 const KEYS: usize = 1_000_000;
 const CONTAINERS: [&str; 2] = ["agent", "sidecar"];
-const START: i64 = 1_795_000_000;
 
 fn thread_cpu() -> Duration {
     let mut ts = libc::timespec {
@@ -48,18 +50,6 @@ fn rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn at(minute: i64) -> Timestamp {
-    Timestamp::from_second(START + minute * 60).unwrap_or(Timestamp::UNIX_EPOCH)
-}
-
-/// A cheap deterministic noise in [-1, 1).
-fn noise(seed: u64) -> f64 {
-    let x = seed
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
 }
 
 /// A week of history for one key: per-minute CPU with ±20% noise around

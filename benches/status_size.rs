@@ -19,7 +19,6 @@
 //!
 //! `cargo bench --bench status_size`.
 
-use k8s_openapi::jiff::Timestamp;
 use nodescope::quantity::Quantity;
 use nodescope::recommend::aggregate::{AggregateContainerState, HistoryConfig};
 use nodescope::recommend::fit::{group_bytes, omittable, status_bytes, STATUS_LIMIT};
@@ -31,21 +30,12 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+#[path = "synthetic_time.rs"]
+mod synthetic_time;
+use synthetic_time::{at, noise};
+
 const NODES: usize = 5_000;
-const START: i64 = 1_795_000_000;
 const TEMPLATES: usize = 64;
-
-fn at(minute: i64) -> Timestamp {
-    Timestamp::from_second(START + minute * 60).unwrap_or(Timestamp::UNIX_EPOCH)
-}
-
-/// A cheap deterministic noise in [-1, 1).
-fn noise(seed: u64) -> f64 {
-    let x = seed
-        .wrapping_mul(6_364_136_223_846_793_005)
-        .wrapping_add(1_442_695_040_888_963_407);
-    ((x >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-}
 
 /// A week of history: a CPU sample every 10 minutes with ±20% noise around
 /// `millicores`, and a memory peak a day with ±10% around `bytes`.
