@@ -26,7 +26,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[path = "synthetic_time.rs"]
+#[path = "support/synthetic_time.rs"]
 mod synthetic_time;
 use synthetic_time::{at, noise};
 

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-#[path = "synthetic_time.rs"]
+#[path = "support/synthetic_time.rs"]
 mod synthetic_time;
 use synthetic_time::{at, noise};
 
