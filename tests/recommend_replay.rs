@@ -124,6 +124,17 @@ fn memory_target(mib: u64) -> i64 {
     ((p as f64 * 1.15) as i64).max(250 * 1024 * 1024)
 }
 
+/// `nodescope recommend -o json` over `store` and `metrics`, from and to
+/// `checkpoints` when given.
+fn recommend(store: &str, metrics: &str, checkpoints: Option<&str>) -> String {
+    let mut args = vec!["recommend", "--store", store, "--metrics", metrics];
+    if let Some(c) = checkpoints {
+        args.extend(["--checkpoints", c]);
+    }
+    args.extend(["-o", "json"]);
+    nodescope(&args)
+}
+
 fn nodescope(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
         .args(args)
@@ -208,26 +219,8 @@ fn a_restart_from_checkpoints_half_way_writes_what_an_uninterrupted_run_writes()
     let a = format!("file:{}", dir.path().join("metrics/a").display());
     let b = format!("file:{}", dir.path().join("metrics/b").display());
     let checkpoints = format!("file:{}", dir.path().join("checkpoints").display());
-    let uninterrupted = nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &all,
-        "-o",
-        "json",
-    ]);
-    nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &a,
-        "--checkpoints",
-        &checkpoints,
-        "-o",
-        "json",
-    ]);
+    let uninterrupted = recommend(&store, &all, None);
+    recommend(&store, &a, Some(&checkpoints));
     let written: Vec<_> = std::fs::read_dir(dir.path().join("checkpoints"))
         .map(|d| {
             d.filter_map(Result::ok)
@@ -236,28 +229,10 @@ fn a_restart_from_checkpoints_half_way_writes_what_an_uninterrupted_run_writes()
         })
         .unwrap_or_default();
     assert_eq!(written, vec!["monitoring.agent-0-of-1.json".to_owned()]);
-    let resumed = nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &b,
-        "--checkpoints",
-        &checkpoints,
-        "-o",
-        "json",
-    ]);
+    let resumed = recommend(&store, &b, Some(&checkpoints));
     assert_eq!(resumed, uninterrupted);
     // Without the checkpoint the second half alone says something else.
-    let cold = nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &b,
-        "-o",
-        "json",
-    ]);
+    let cold = recommend(&store, &b, None);
     assert_ne!(cold, uninterrupted);
 }
 
@@ -447,26 +422,8 @@ fn a_week_checkpointed_in_upstreams_format_and_imported_gives_the_uninterrupted_
     let b = format!("file:{}", dir.path().join("metrics/b").display());
     let upstream = format!("upstream:{}", dir.path().join("checkpoints").display());
     let imported = format!("file:{}", dir.path().join("checkpoints").display());
-    let uninterrupted = vpa_status(&nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &all,
-        "-o",
-        "json",
-    ]));
-    nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &a,
-        "--checkpoints",
-        &upstream,
-        "-o",
-        "json",
-    ]);
+    let uninterrupted = vpa_status(&recommend(&store, &all, None));
+    recommend(&store, &a, Some(&upstream));
     let mut written: Vec<String> = std::fs::read_dir(dir.path().join("checkpoints"))
         .map(|d| {
             d.filter_map(Result::ok)
@@ -486,17 +443,7 @@ fn a_week_checkpointed_in_upstreams_format_and_imported_gives_the_uninterrupted_
             "monitoring.agent-agent.json",
         ]
     );
-    let resumed = vpa_status(&nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &b,
-        "--checkpoints",
-        &imported,
-        "-o",
-        "json",
-    ]));
+    let resumed = vpa_status(&recommend(&store, &b, Some(&imported)));
     let groups = |status: &Value| -> Vec<(String, f64, f64)> {
         status["recommendationGroups"]
             .as_array()
@@ -526,15 +473,7 @@ fn a_week_checkpointed_in_upstreams_format_and_imported_gives_the_uninterrupted_
     }
     // Without the import the second half alone gives other CPU targets
     // (its own level's), further off than the bound.
-    let cold = vpa_status(&nodescope(&[
-        "recommend",
-        "--store",
-        &store,
-        "--metrics",
-        &b,
-        "-o",
-        "json",
-    ]));
+    let cold = vpa_status(&recommend(&store, &b, None));
     for (w, c) in want.iter().zip(&groups(&cold)) {
         assert!(w.1 / c.1 > 1.05, "{w:?} vs {c:?}");
     }
