@@ -144,11 +144,7 @@ fn signal(process: &std::process::Child, signal: libc::c_int) {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    cluster::apply(
-        &client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-    )
-    .await;
+    cluster::namespace(&client, NAMESPACE).await;
     // The CRDs it uses, as `install` leaves them (applied again: the step
     // also runs alone).
     let crds = cluster::apply_files(

@@ -237,11 +237,7 @@ fn process_gone(process: &Process) -> bool {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    cluster::apply(
-        &client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-    )
-    .await;
+    cluster::namespace(&client, NAMESPACE).await;
     cluster::apply_files(
         &client,
         &["manifests/components/recommender/checkpoint-crd.yaml"],

@@ -118,11 +118,7 @@ fn api(client: &kube::Client, kind: &str, plural: &str) -> Api<DynamicObject> {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    cluster::apply(
-        &client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-    )
-    .await;
+    cluster::namespace(&client, NAMESPACE).await;
     // nodescope's recommender component brings its own CRD; the cluster
     // holds none of its objects.
     cluster::apply_files(

@@ -138,11 +138,7 @@ async fn set_list_type(client: &kube::Client, list_map: bool) {
 
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
-    cluster::apply(
-        &client,
-        &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}),
-    )
-    .await;
+    cluster::namespace(&client, NAMESPACE).await;
 
     let two = status(2, 1);
     let (object, managed) = write(&client, "two", &two)

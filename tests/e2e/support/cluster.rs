@@ -24,6 +24,15 @@ pub async fn apply(client: &Client, object: &Value) -> DynamicObject {
     .unwrap_or_else(|e| panic!("applying {} {name}: {e}", object["kind"]))
 }
 
+/// Creates (or keeps) Namespace `name`.
+pub async fn namespace(client: &Client, name: &str) {
+    apply(
+        client,
+        &serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    )
+    .await;
+}
+
 /// Deletes `object` if it exists.
 pub async fn delete(client: &Client, object: &Value) {
     let api = dynamic_api(client, object);
