@@ -217,15 +217,6 @@ impl std::fmt::Debug for Texts {
     }
 }
 
-impl<K: AsRef<str>, V: AsRef<str>> FromIterator<(K, V)> for Texts {
-    /// As [`Texts::try_from_pairs`], for pairs known to be free of NUL
-    /// characters (read through [`Texts::try_from_pairs`] or formatted by
-    /// nodescope); a pair that is not makes the list empty.
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Texts::try_from_pairs(iter).unwrap_or_default()
-    }
-}
-
 impl Serialize for Texts {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_map(self.iter())
