@@ -4,6 +4,11 @@
 //! LimitRanges, maxAllowed and RequestsOnly; for pods nodescope admitted
 //! earlier (with its mark, under an older group) and pods it never saw
 //! (created from the template before it ran).
+//!
+//! Targets include what no recommender should write but the VPA CRD lets
+//! through (negative, zero, huge, malformed), in the group and in the
+//! VPA-wide fallback: neither the webhook's patch nor the updater's desired
+//! resources ever hold a negative or unparsable quantity (issue #30).
 
 use base64::Engine;
 use nodescope::admission::{answer, Decider};
@@ -28,19 +33,36 @@ struct Case {
     /// Limit = request * ratio, or no limit.
     cpu_ratio: Option<u32>,
     memory_ratio: Option<u32>,
-    old_target: (u32, u32),
-    new_target: (u32, u32),
+    old_target: (String, String),
+    new_target: (String, String),
+    fallback: (String, String),
     requests_only: bool,
     max_cpu: Option<u32>,
     limit_range_max_cpu: Option<u32>,
 }
 
+/// A target as a recommender (or a hand) may have written it: mostly
+/// sensible, sometimes negative, zero, huge or not a quantity at all.
+fn target(unit: &'static str, max: u32) -> impl Strategy<Value = String> {
+    prop_oneof![
+        8 => (1u32..max).prop_map(move |v| format!("{v}{unit}")),
+        1 => Just("0".to_owned()),
+        1 => (1u32..max).prop_map(move |v| format!("-{v}{unit}")),
+        1 => Just("99999999999999999999999".to_owned()),
+        1 => prop_oneof![Just("lots"), Just("1.5.5"), Just(""), Just("-")].prop_map(str::to_owned),
+    ]
+}
+
+fn targets() -> impl Strategy<Value = (String, String)> {
+    (target("m", 8000), target("Mi", 8192))
+}
+
 fn case() -> impl Strategy<Value = Case> {
     (
-        0u8..3,
+        0u8..4,
         (1u32..4000, 1u32..4096),
         (proptest::option::of(1u32..5), proptest::option::of(1u32..5)),
-        ((1u32..8000, 1u32..8192), (1u32..8000, 1u32..8192)),
+        (targets(), targets(), targets()),
         any::<bool>(),
         (
             proptest::option::of(100u32..6000),
@@ -52,7 +74,7 @@ fn case() -> impl Strategy<Value = Case> {
                 scope,
                 (cpu, memory),
                 (cpu_ratio, memory_ratio),
-                (old_target, new_target),
+                (old_target, new_target, fallback),
                 requests_only,
                 (max_cpu, lr),
             )| Case {
@@ -63,6 +85,7 @@ fn case() -> impl Strategy<Value = Case> {
                 memory_ratio,
                 old_target,
                 new_target,
+                fallback,
                 requests_only,
                 max_cpu,
                 limit_range_max_cpu: lr,
@@ -73,15 +96,17 @@ fn case() -> impl Strategy<Value = Case> {
 const NS: &str = "monitoring";
 const NODE: &str = "node-p";
 
+/// The scope and the group's value. Scope 3: the node is in zone `zb`,
+/// which has no group, so the pod gets the VPA-wide fallback.
 fn scope_and_value(c: &Case) -> (&'static str, &'static str) {
     match c.scope {
         0 => ("node", NODE),
-        1 => ("topology.kubernetes.io/zone", "za"),
+        1 | 3 => ("topology.kubernetes.io/zone", "za"),
         _ => ("topology.kubernetes.io/zone", "__absent__"),
     }
 }
 
-fn vpa(c: &Case, (cpu, memory): (u32, u32)) -> Value {
+fn vpa(c: &Case, (cpu, memory): &(String, String)) -> Value {
     let (scope, value) = scope_and_value(c);
     let mut policy = json!({"containerName": "agent"});
     if c.requests_only {
@@ -94,9 +119,9 @@ fn vpa(c: &Case, (cpu, memory): (u32, u32)) -> Value {
         "metadata": {"name": "agent", "namespace": NS, "creationTimestamp": "2026-11-01T00:00:00Z"},
         "spec": {"scope": scope, "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
             "updatePolicy": {"updateMode": "InPlaceOrRecreate"}, "resourcePolicy": {"containerPolicies": [policy]}},
-        "status": {"recommendation": {"containerRecommendations": [{"containerName": "agent", "target": {"cpu": "77m", "memory": "77Mi"}}]},
+        "status": {"recommendation": {"containerRecommendations": [{"containerName": "agent", "target": {"cpu": c.fallback.0, "memory": c.fallback.1}}]},
             "recommendationGroups": [{"scopeValue": value, "containerRecommendations": [
-                {"containerName": "agent", "target": {"cpu": format!("{cpu}m"), "memory": format!("{memory}Mi")}}]}]}})
+                {"containerName": "agent", "target": {"cpu": cpu, "memory": memory}}]}]}})
 }
 
 fn template_resources(c: &Case) -> Value {
@@ -111,10 +136,13 @@ fn template_resources(c: &Case) -> Value {
     r
 }
 
-fn cluster(c: &Case, target: (u32, u32)) -> Vec<Value> {
+fn cluster(c: &Case, target: &(String, String)) -> Vec<Value> {
     let mut labels = json!({});
     if c.scope == 1 {
         labels["topology.kubernetes.io/zone"] = json!("za");
+    }
+    if c.scope == 3 {
+        labels["topology.kubernetes.io/zone"] = json!("zb");
     }
     let mut objects = vec![
         vpa(c, target),
@@ -191,9 +219,26 @@ fn owned(q: &nodescope::pods::Texts) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// Every quantity of `resources` (requests and limits) parses and is not
+/// negative.
+fn applicable(resources: &Value) -> Result<(), String> {
+    for field in ["requests", "limits"] {
+        for (name, text) in map(&resources[field]) {
+            match nodescope::quantity::Quantity::parse(&text) {
+                Ok(q) if q.sign() >= 0 => {}
+                Ok(_) => return Err(format!("{field}.{name} {text:?} is negative")),
+                Err(e) => return Err(format!("{field}.{name} {text:?}: {e}")),
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
-    let objects = cluster(c, c.new_target);
+    let objects = cluster(c, &c.new_target);
     let want = admitted(&objects, &created(c));
+    let admitted_resources = &want["spec"]["containers"][0]["resources"];
+    prop_assert_eq!(applicable(admitted_resources), Ok(()), "webhook; {:?}", c);
     let mut all = objects;
     all.push(pod);
     let config = UpdateConfig {
@@ -205,13 +250,15 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
     prop_assert!(plan.is_some(), "no plan: {plans:?}");
     let Some(plan) = plan else { return Ok(()) };
     if plan.action != Action::Resize {
-        // Only a pod already (close to) what a new pod would get is left.
+        // Only a pod already (close to) what a new pod would get is left,
+        // or one whose recommendation cannot be applied.
         prop_assert!(
             [
                 "at its recommendation",
                 "the change is below --pod-update-threshold"
             ]
-            .contains(&&*plan.reason),
+            .contains(&&*plan.reason)
+                || plan.reason.contains("container \"agent\": its "),
             "{}: {:?}",
             plan.reason,
             c
@@ -219,6 +266,15 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
         return Ok(());
     }
     let desired = plan.containers[0].desired.clone().unwrap_or_default();
+    let as_value = |t: &nodescope::pods::Texts| json!(owned(t));
+    prop_assert_eq!(
+        applicable(
+            &json!({"requests": as_value(&desired.requests), "limits": as_value(&desired.limits)})
+        ),
+        Ok(()),
+        "updater; {:?}",
+        c
+    );
     let resources = &want["spec"]["containers"][0]["resources"];
     prop_assert_eq!(
         owned(&desired.requests),
@@ -241,7 +297,7 @@ proptest! {
     /// A pod nodescope admitted under the old group (it has the mark).
     #[test]
     fn a_marked_pod_gets_what_a_new_pod_gets(c in case()) {
-        let old = admitted(&cluster(&c, c.old_target), &created(&c));
+        let old = admitted(&cluster(&c, &c.old_target), &created(&c));
         let actual = old["spec"]["containers"][0]["resources"].clone();
         check(&c, running(old, &actual))?;
     }

@@ -51,6 +51,7 @@ pub(super) fn decide_mutation(
     );
     let mut verdict = Verdict {
         warnings: mutation.warnings,
+        unusable_recommendations: mutation.unusable,
         ..Verdict::default()
     };
     if !mutation.patch.is_empty() {
@@ -224,6 +225,7 @@ fn decide_lazy<O>(
             patch: None,
             warnings: outcome.warnings,
             audit_annotations: outcome.audit_annotations,
+            unusable_recommendations: 0,
         },
         errored,
     )

@@ -49,6 +49,8 @@ pub struct Answer {
     pub operation: String,
     pub resource: String,
     pub result: ReviewResult,
+    /// As [`Verdict::unusable_recommendations`].
+    pub unusable_recommendations: usize,
 }
 
 impl Answer {
@@ -60,6 +62,7 @@ impl Answer {
             operation: String::new(),
             resource: String::new(),
             result: ReviewResult::Error,
+            unusable_recommendations: 0,
         }
     }
 }
@@ -97,6 +100,7 @@ fn finish<O>(review: &Review<'_, O>, (verdict, errored): (Verdict, bool)) -> Ans
         operation: review.operation.clone().into_owned(),
         resource: review.resource_path().into_owned(),
         result,
+        unusable_recommendations: verdict.unusable_recommendations,
     }
 }
 

@@ -48,6 +48,9 @@ pub struct Verdict {
     pub patch: Option<Vec<u8>>,
     pub warnings: Vec<String>,
     pub audit_annotations: BTreeMap<String, String>,
+    /// Containers left unchanged because their recommendation could not
+    /// be applied ([`crate::mutate::Sizing::unusable`]); counted, not sent.
+    pub unusable_recommendations: usize,
 }
 
 impl Verdict {

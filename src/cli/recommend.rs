@@ -7,6 +7,7 @@
 use super::features::parse_duration;
 use crate::quantity::Quantity;
 use crate::recommend::aggregate::HistoryConfig;
+use crate::recommend::checkpoint_dir::{self, CheckpointDir};
 use crate::recommend::container::PeakConfig;
 use crate::recommend::estimate::RecommenderConfig;
 use crate::recommend::model::ModelConfig;
@@ -294,14 +295,26 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     };
     let replay = args.upstream.replay();
     let text = |e: ReplayError| e.to_string();
+    let before = match &checkpoints {
+        Some(dir) => {
+            let apart = |flag, other: &Path| {
+                checkpoint_dir::check_apart(dir, flag, other).map_err(|e| e.to_string())
+            };
+            apart("store", &store)?;
+            apart("metrics", &metrics)?;
+            let read = CheckpointDir::read(dir).map_err(|e| e.to_string())?;
+            if let Some(warning) = read.foreign_warning(dir) {
+                eprintln!("nodescope: warning: {warning}");
+            }
+            read
+        }
+        None => CheckpointDir::default(),
+    };
     let cluster = Cluster::load(&store).map_err(text)?;
     // Read a group of files at a time: memory does not grow with the
     // number of recorded files.
     let recording = Recording::scan(&metrics).map_err(text)?;
-    let history = match &checkpoints {
-        Some(dir) => replay.restore(dir).map_err(text)?,
-        None => Default::default(),
-    };
+    let history = replay.restore(&before).map_err(text)?;
     let mut failed = None;
     let intervals = recording
         .intervals()
@@ -314,13 +327,14 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
     match &checkpoints {
         Some(dir) if upstream_format => replay::write_upstream_checkpoints(
             dir,
+            &before,
             &replay.model.history,
             &outcome.history,
             recording.last(),
         )
         .map(drop)
         .map_err(text)?,
-        Some(dir) => replay::write_checkpoints(dir, &outcome.history, recording.last())
+        Some(dir) => replay::write_checkpoints(dir, &before, &outcome.history, recording.last())
             .map(drop)
             .map_err(text)?,
         None => {}

@@ -6,6 +6,7 @@
 use super::uses::Listed;
 use crate::json::str_at;
 use crate::policy::PolicySet;
+use crate::store::presence;
 use crate::store::Snapshot;
 use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -70,9 +71,19 @@ pub struct View {
 /// # Errors
 /// When they cannot be listed.
 pub async fn read_features(client: &Client) -> Result<Vec<Value>, ClusterError> {
+    const WHAT: &str = "features.featureflags.nodescope.dev";
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
-    list(&api, "Features")
-        .await?
+    let features = match list(&api, "Features").await {
+        Ok(features) => features,
+        // No Feature CRD: no Feature, nothing to manage until it is installed.
+        Err(ClusterError::List { source, .. }) if presence::is_not_served(&source) => {
+            presence::note(WHAT, false);
+            return Ok(Vec::new());
+        }
+        Err(error) => return Err(error),
+    };
+    presence::note(WHAT, true);
+    features
         .iter()
         .map(|f| {
             to_value(f, "a Feature").map(|mut f| {

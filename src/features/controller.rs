@@ -95,6 +95,9 @@ async fn lead(
     );
     let mut wakers = Wakers::new(client);
     let mut was_leading = false;
+    // Whether the Features nodescope owns are in place: retried each pass
+    // until they are (the Feature CRD may be installed after the controller).
+    let mut announced = !config.announce;
     loop {
         if !*leading.borrow_and_update() {
             if was_leading {
@@ -112,15 +115,20 @@ async fn lead(
         if !was_leading {
             tracing::info!(lease = %lease_name, instance = %config.instance, "leading");
             was_leading = true;
-            if config.announce {
-                match super::owned::announce(client, &manager(&config.instance)).await {
-                    Ok(created) if !created.is_empty() => {
+            announced = !config.announce;
+        }
+        if !announced {
+            match super::owned::announce(client, &manager(&config.instance)).await {
+                Ok(created) => {
+                    announced = true;
+                    if !created.is_empty() {
                         tracing::info!(?created, "created the Features nodescope owns");
                     }
-                    Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(%error, "the Features nodescope owns were not created; retried when leading again")
-                    }
+                }
+                // No Feature CRD yet: said once by the pass's own read.
+                Err(error) if crate::store::presence::is_not_served(&error) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "the Features nodescope owns were not created; retried next pass")
                 }
             }
         }

@@ -76,6 +76,12 @@ impl WebhookMetrics {
             .observe(webhook, operation, resource, result, elapsed);
     }
 
+    /// Counts containers a pod was admitted without resizing because their
+    /// recommendation could not be applied.
+    pub fn unusable_recommendations(&self, count: usize) {
+        self.admission.unusable_recommendations(count);
+    }
+
     /// Counts one HTTP response.
     pub fn http_response(&self, handler: Handler, code: u16) {
         self.http.response(handler, code);

@@ -53,12 +53,14 @@ fn bounded_resource(resource: &str) -> String {
 pub struct AdmissionMetrics {
     requests: Family<RequestLabels, Counter>,
     durations: Family<DurationLabels, Histogram>,
+    unusable: Counter,
 }
 
 impl Default for AdmissionMetrics {
     fn default() -> Self {
         Self {
             requests: Family::default(),
+            unusable: Counter::default(),
             durations: Family::new_with_constructor(|| {
                 // 50 µs .. ~10 s: the fast path sits in the first buckets,
                 // the apiserver's timeout in the last.
@@ -72,6 +74,13 @@ impl Default for AdmissionMetrics {
 }
 
 impl AdmissionMetrics {
+    /// Counts containers left unchanged for an unusable recommendation.
+    pub fn unusable_recommendations(&self, count: usize) {
+        if count > 0 {
+            self.unusable.inc_by(count as u64);
+        }
+    }
+
     /// Records one answered review.
     pub fn observe(
         &self,
@@ -107,6 +116,11 @@ impl Families for AdmissionMetrics {
             "nodescope_admission_requests",
             "Admission reviews answered, by webhook, operation, resource and result",
             self.requests.clone(),
+        );
+        registry.register(
+            "nodescope_admission_unusable_recommendations",
+            "Containers admitted unchanged because their recommendation (group or VPA-wide) was negative or unparsable",
+            self.unusable.clone(),
         );
         registry.register(
             "nodescope_admission_duration_seconds",

@@ -57,6 +57,8 @@ pub struct Mutation {
     pub patch: Patch,
     /// Conditions worth surfacing as admission warnings; never fatal.
     pub warnings: Vec<String>,
+    /// As [`Sizing::unusable`].
+    pub unusable: usize,
 }
 
 /// The resources nodescope sets on one container: the values of the
@@ -83,6 +85,9 @@ pub struct Sizing {
     pub containers: Vec<ContainerSizing>,
     /// As [`Mutation::warnings`].
     pub warnings: Vec<String>,
+    /// Containers left unchanged because their recommendation cannot be
+    /// applied (negative or unparsable): what the components count.
+    pub unusable: usize,
     /// Whether the pod carries nodescope's mark (computed from it).
     marked: bool,
 }
@@ -117,6 +122,7 @@ pub fn mutate_pod(
     Mutation {
         patch,
         warnings: sizing.warnings,
+        unusable: sizing.unusable,
     }
 }
 
@@ -167,6 +173,7 @@ pub fn size_pod_marked(
         }
     };
     let recs = select_recommendations(vpa, placement, missing, &mut warnings);
+    let mut unusable = 0;
     let containers = match recs {
         Some(recs) => plan_containers(
             pod,
@@ -175,12 +182,14 @@ pub fn size_pod_marked(
             limit_ranges,
             originals.as_ref(),
             &mut warnings,
+            &mut unusable,
         ),
         None => Vec::new(),
     };
     Sizing {
         containers,
         warnings,
+        unusable,
         marked: originals.is_some(),
     }
 }
@@ -227,6 +236,8 @@ struct Member {
     limits: Current,
     target: ResourceList,
     requests_only: bool,
+    /// Whether `requests` and `limits` are the pod's originals (its mark).
+    marked: bool,
 }
 
 fn plan_containers(
@@ -236,6 +247,7 @@ fn plan_containers(
     limit_ranges: &[LimitRangeItem],
     originals: Option<&Originals<'_>>,
     warnings: &mut Vec<String>,
+    unusable: &mut usize,
 ) -> Vec<Plan> {
     let mut members = Vec::new();
     for (index, c) in pod.spec.containers.iter().enumerate() {
@@ -246,6 +258,15 @@ fn plan_containers(
         }
         let default_controlled = crate::vpa::default_controlled_resources();
         let controlled = policy.map_or(&default_controlled, |p| &p.controlled_resources);
+        if let Some(why) = recs.unusable(name) {
+            warnings.push(format!(
+                "container {name:?}: {why} in VerticalPodAutoscaler {}/{}, so it has no \
+                 applicable recommendation; container left unchanged",
+                vpa.namespace, vpa.name
+            ));
+            *unusable += 1;
+            continue;
+        }
         let target: ResourceList = recs
             .target(name)
             .filter(|(r, _)| controlled.iter().any(|c| c == r))
@@ -254,9 +275,9 @@ fn plan_containers(
         if target.is_empty() {
             continue;
         }
-        let (requests, limits) = originals
-            .and_then(|o| o.get(name))
-            .unwrap_or((c.requests(), c.limits()));
+        let recorded = originals.and_then(|o| o.get(name));
+        let marked = recorded.is_some();
+        let (requests, limits) = recorded.unwrap_or((c.requests(), c.limits()));
         let Some(requests) = parse_list(requests, "requests", name, warnings) else {
             continue;
         };
@@ -271,6 +292,7 @@ fn plan_containers(
             limits,
             target,
             requests_only,
+            marked,
         });
     }
 
@@ -292,7 +314,7 @@ fn plan_containers(
 
     members
         .into_iter()
-        .map(|mut m| {
+        .filter_map(|mut m| {
             let name = pod.spec.containers.get(m.index).map_or("", |c| &*c.name);
             let policy = vpa.container_policy(name);
             let mut notes = capping::cap_container(
@@ -309,14 +331,63 @@ fn plan_containers(
                 limits = l;
                 notes.extend(limit_notes);
             }
-            Plan {
+            if m.marked {
+                if let Some(c) = pod.spec.containers.get(m.index) {
+                    restore_originals(&mut m.target, &m.requests, c.requests());
+                    restore_originals(&mut limits, &m.limits, c.limits());
+                }
+            }
+            // A negative maxAllowed, or a negative request scaling a limit,
+            // can still make a value below zero: none is ever given to a pod.
+            let negative = [("request", &m.target), ("limit", &limits)]
+                .into_iter()
+                .find_map(|(field, list)| {
+                    list.iter()
+                        .find(|(_, q)| q.sign() < 0)
+                        .map(|(r, q)| (field, r, q))
+                });
+            if let Some((field, resource, q)) = negative {
+                let mut text = String::new();
+                q.write_canonical(&mut text);
+                warnings.push(format!(
+                    "container {name:?}: its {resource} {field} would be {text:?}, a negative \
+                     quantity (from a negative request or maxAllowed); container left unchanged"
+                ));
+                *unusable += 1;
+                return None;
+            }
+            Some(Plan {
                 index: m.index,
                 requests: m.target,
                 limits,
                 notes,
-            }
+            })
         })
         .collect()
+}
+
+/// A pod nodescope resized earlier gets back the original value of each
+/// resource this sizing leaves alone (a target without it now, or a limit
+/// upstream's arithmetic does not set): what a new pod, created with the
+/// originals, would keep. Unchanged values are not added, so a pod at its
+/// originals gets no operation and no note.
+fn restore_originals(
+    sized: &mut ResourceList,
+    originals: &Current,
+    current: Option<&ResourceTexts<'_>>,
+) {
+    let mut text = String::new();
+    for (resource, q) in originals {
+        if sized.get(resource).is_some() {
+            continue;
+        }
+        text.clear();
+        q.write_canonical(&mut text);
+        let now = current.and_then(|m| m.get(resource)).map(|t| &*t.0);
+        if now != Some(text.as_str()) {
+            sized.insert(resource_name(resource), q.clone());
+        }
+    }
 }
 
 /// `/spec/containers/<index>` and the given tokens, escaped per RFC 6901.

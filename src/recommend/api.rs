@@ -8,6 +8,7 @@ use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
 use super::status::VpaStatus;
 use crate::features::cluster::feature_resource;
 use crate::metrics::RecommenderMetrics;
+use crate::store::presence;
 use crate::vpa::SCOPE_FEATURE;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
@@ -20,14 +21,18 @@ pub(super) async fn read_vpas(
     client: &Client,
     name: &str,
 ) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
+    const WHAT: &str = "verticalpodautoscalers.autoscaling.k8s.io";
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| ClusterError::List {
-            what: "verticalpodautoscalers.autoscaling.k8s.io",
-            source,
-        })?;
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        // No VPA CRD: no VPA to recommend for, and nothing to wait for.
+        Err(error) if presence::is_not_served(&error) => {
+            presence::note(WHAT, false);
+            return Ok(Vec::new());
+        }
+        Err(source) => return Err(ClusterError::List { what: WHAT, source }),
+    };
+    presence::note(WHAT, true);
     let mut out = Vec::new();
     for object in &list.items {
         let value = object_value(object, "VerticalPodAutoscaler");

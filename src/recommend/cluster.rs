@@ -18,6 +18,7 @@ use super::upstream_cluster;
 use super::watch::{lock, NodeWatch, PodWatches, Shared};
 use crate::leader::{self, LeaseConfig};
 use crate::metrics::RecommenderMetrics;
+use crate::store::presence;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
 use kube::discovery::ApiResource;
@@ -137,15 +138,25 @@ async fn restore(
     Ok(history)
 }
 
+const CHECKPOINTS: &str = "recommendationcheckpoints.nodescope.dev";
+
 async fn restore_own(client: &Client, replay: &Replay) -> Result<History, ClusterError> {
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
-    let list = api
-        .list(&ListParams::default())
-        .await
-        .map_err(|source| ClusterError::List {
-            what: "recommendationcheckpoints.nodescope.dev",
-            source,
-        })?;
+    let list = match api.list(&ListParams::default()).await {
+        Ok(list) => list,
+        // No checkpoint CRD: no history kept, the model starts afresh.
+        Err(error) if presence::is_not_served(&error) => {
+            presence::note(CHECKPOINTS, false);
+            return Ok(History::default());
+        }
+        Err(source) => {
+            return Err(ClusterError::List {
+                what: CHECKPOINTS,
+                source,
+            })
+        }
+    };
+    presence::note(CHECKPOINTS, true);
     let objects: Vec<Value> = list.items.iter().map(|o| object_value(o, KIND)).collect();
     let (history, errors) = checkpoint::restore_each(&replay.model, &objects);
     for error in errors {
@@ -168,6 +179,25 @@ async fn write_checkpoints(
         upstream_cluster::write(client, history, &config.replay.model.history, now, metrics).await;
         return Ok(());
     }
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
+    let existing = match api
+        .list(&ListParams::default().labels("app.kubernetes.io/managed-by=nodescope-recommender"))
+        .await
+    {
+        Ok(list) => list,
+        // No checkpoint CRD: nothing to write to, said once.
+        Err(error) if presence::is_not_served(&error) => {
+            presence::note(CHECKPOINTS, false);
+            return Ok(());
+        }
+        Err(source) => {
+            return Err(ClusterError::List {
+                what: CHECKPOINTS,
+                source,
+            })
+        }
+    };
+    presence::note(CHECKPOINTS, true);
     let written_at = now.to_string();
     let mut written = HashSet::new();
     let vpas = checkpoint::vpas(&lock(history));
@@ -177,14 +207,6 @@ async fn write_checkpoints(
             written.insert(apply_checkpoint(client, &checkpoint_resource(), object, metrics).await);
         }
     }
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
-    let existing = api
-        .list(&ListParams::default().labels("app.kubernetes.io/managed-by=nodescope-recommender"))
-        .await
-        .map_err(|source| ClusterError::List {
-            what: "recommendationcheckpoints.nodescope.dev",
-            source,
-        })?;
     for object in existing.items {
         let ns = object.metadata.namespace.clone().unwrap_or_default();
         let name = object.metadata.name.clone().unwrap_or_default();

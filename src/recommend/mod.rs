@@ -33,6 +33,7 @@
 pub mod aggregate;
 mod api;
 pub mod checkpoint;
+pub mod checkpoint_dir;
 pub mod checkpoints;
 pub mod cluster;
 pub mod container;

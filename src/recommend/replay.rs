@@ -3,6 +3,7 @@
 //! timestamp order through the same model and status code the cluster loop
 //! runs, optionally continuing from (and leaving) checkpoint files.
 
+use super::checkpoint_dir::{self, CheckpointDir};
 use super::checkpoints::{self as checkpoint, CheckpointError};
 use super::input::{InputError, NodeIndex, PodUsage, ScopedVpa, TrackedPod};
 use super::model::{History, Ingested, ModelConfig};
@@ -27,12 +28,8 @@ pub enum ReplayError {
     Checkpoint(#[from] CheckpointError),
     #[error("{0}: no PodMetrics in it (expected metrics.k8s.io/v1beta1 PodMetricsList files)")]
     NoMetrics(String),
-    #[error("writing {path}: {source}")]
-    Write {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    CheckpointDir(#[from] checkpoint_dir::DirError),
 }
 
 /// The cluster as the store files describe it.
@@ -250,20 +247,14 @@ impl Replay {
         }
     }
 
-    /// The model from the checkpoint files in `dir` (none yet: empty).
+    /// The model from the checkpoints a directory holds (nodescope's and
+    /// upstream's; none: empty).
     ///
     /// # Errors
-    /// A checkpoint file that cannot be read.
-    pub fn restore(&self, dir: &Path) -> Result<History, ReplayError> {
-        if !dir.exists() {
-            return Ok(History::default());
-        }
-        let objects: Vec<Value> = manifest::read_path(dir, &[])?
-            .into_iter()
-            .map(|d| d.value)
-            .collect();
+    /// A checkpoint that cannot be read.
+    pub fn restore(&self, dir: &CheckpointDir) -> Result<History, ReplayError> {
         let of_kind = |kind: &str| -> Vec<Value> {
-            objects
+            dir.objects
                 .iter()
                 .filter(|v| v.get("kind").and_then(Value::as_str) == Some(kind))
                 .cloned()
@@ -280,28 +271,29 @@ impl Replay {
     }
 }
 
-/// Replaces the checkpoint files in `dir` with `history`'s, one JSON file
-/// per object, written to a temporary name and renamed so that a crash
-/// leaves the old set or the new one.
+/// Replaces nodescope's checkpoint files in `dir` (as read in `before`)
+/// with `history`'s, one JSON file per object ([`checkpoint_dir::replace`]).
 ///
 /// # Errors
-/// The directory cannot be written.
+/// A file name taken by another's file, or the directory cannot be written.
 pub fn write_checkpoints(
     dir: &Path,
+    before: &CheckpointDir,
     history: &History,
     at: Timestamp,
 ) -> Result<usize, ReplayError> {
     let objects = checkpoint::checkpoints(history, &at.to_string())?;
-    write_objects(dir, &objects)
+    Ok(checkpoint_dir::replace(dir, before, &objects)?)
 }
 
 /// As [`write_checkpoints`], in upstream's format
 /// (`VerticalPodAutoscalerCheckpoint` objects, [`upstream`]).
 ///
 /// # Errors
-/// The directory cannot be written.
+/// A file name taken by another's file, or the directory cannot be written.
 pub fn write_upstream_checkpoints(
     dir: &Path,
+    before: &CheckpointDir,
     config: &super::aggregate::HistoryConfig,
     history: &History,
     at: Timestamp,
@@ -310,44 +302,5 @@ pub fn write_upstream_checkpoints(
         .iter()
         .flat_map(|vpa| upstream::of_vpa(config, history, vpa, at))
         .collect();
-    write_objects(dir, &objects)
-}
-
-/// Replaces the `.json` files of `dir` with one per object.
-fn write_objects(dir: &Path, objects: &[Value]) -> Result<usize, ReplayError> {
-    let write = |path: &Path, source| ReplayError::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(|e| write(dir, e))?;
-    let mut names = std::collections::HashSet::new();
-    for object in objects {
-        let name = format!(
-            "{}.{}.json",
-            object
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-            object
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        );
-        let path = dir.join(&name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        let text = serde_json::to_string(object).unwrap_or_default();
-        std::fs::write(&tmp, text).map_err(|e| write(&tmp, e))?;
-        std::fs::rename(&tmp, &path).map_err(|e| write(&path, e))?;
-        names.insert(name);
-    }
-    for entry in manifest::sorted_entries(dir).map_err(|e| write(dir, e))? {
-        let stale = entry
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.ends_with(".json") && !names.contains(n));
-        if stale {
-            std::fs::remove_file(&entry).map_err(|e| write(&entry, e))?;
-        }
-    }
-    Ok(objects.len())
+    Ok(checkpoint_dir::replace(dir, before, &objects)?)
 }

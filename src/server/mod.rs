@@ -301,6 +301,9 @@ async fn review(webhook: Webhook, state: AppState, request: Request) -> Response
         answer.result,
         started.elapsed(),
     );
+    state
+        .metrics
+        .unusable_recommendations(answer.unusable_recommendations);
     let status = StatusCode::from_u16(answer.http_status).unwrap_or(StatusCode::OK);
     let mut response = Response::builder()
         .status(status)

@@ -143,60 +143,41 @@ impl Interner {
     }
 }
 
-/// `group` is the index in `recommendationGroups`, `None` for the aggregate;
-/// the field path is only formatted when a value is bad.
-fn fill_rows(
-    builder: &mut TableBuilder,
-    object: &str,
-    group: Option<usize>,
-    containers: &[ContainerDoc<'_>],
-) -> Result<(), ConvertError> {
-    for (i, c) in containers.iter().enumerate() {
+/// One row's containers into `builder`.
+fn fill_rows(builder: &mut TableBuilder, containers: &[ContainerDoc<'_>]) {
+    for c in containers {
         if !builder.container(&c.container_name) {
             continue;
         }
+        // A target that does not parse is that container's problem alone:
+        // it gets no recommendation from this row (the webhook and the
+        // updater say why), the rest of the VPA still applies.
         for (name, text) in c.target.iter().flat_map(|t| t.0.iter()) {
-            let q = Quantity::parse(&text.0).map_err(|e| ConvertError {
-                object: object.to_owned(),
-                field: format!(
-                    "{}.containerRecommendations[{i}].target.{}",
-                    group.map_or_else(
-                        || "status.recommendation".to_owned(),
-                        |g| format!("status.recommendationGroups[{g}]")
-                    ),
-                    &**name
-                ),
-                reason: e.to_string(),
-            })?;
-            builder.set(name, &q);
+            match Quantity::parse(&text.0) {
+                Ok(q) => builder.set(name, &q),
+                Err(e) => builder.unparsable(name, &text.0, &format!("does not parse: {e}")),
+            }
         }
     }
-    Ok(())
 }
 
 fn recommendation_table(
-    object: &str,
     status: Option<&StatusDoc<'_>>,
     interner: &mut Interner,
-) -> Result<RecommendationTable, ConvertError> {
+) -> RecommendationTable {
     let mut builder = TableBuilder::default();
     let Some(status) = status else {
-        return Ok(builder.finish());
+        return builder.finish();
     };
-    for (i, group) in status.recommendation_groups.iter().enumerate() {
+    for group in &status.recommendation_groups {
         builder.group(interner.intern(&group.scope_value));
-        fill_rows(
-            &mut builder,
-            object,
-            Some(i),
-            &group.container_recommendations,
-        )?;
+        fill_rows(&mut builder, &group.container_recommendations);
     }
     if let Some(r) = &status.recommendation {
         builder.aggregate();
-        fill_rows(&mut builder, object, None, &r.container_recommendations)?;
+        fill_rows(&mut builder, &r.container_recommendations);
     }
-    Ok(builder.finish())
+    builder.finish()
 }
 
 /// The VPA's name as messages and the `vpaUpdates` annotation show it.
@@ -277,7 +258,7 @@ pub(crate) fn vpa_policy(
         };
         container_policies.push(policy);
     }
-    let recommendations = recommendation_table(&object, vpa.status.as_ref(), interner)?;
+    let recommendations = recommendation_table(vpa.status.as_ref(), interner);
     let scope = ScopeKey::parse(spec.scope.as_deref().unwrap_or_default(), |key| {
         interner.intern(key)
     })

@@ -30,6 +30,17 @@ pub struct WatchedKind {
 }
 
 impl WatchedKind {
+    /// Whether a CRD defines this kind, which a cluster may lack (the VPA
+    /// CRD on a balloon-only install, the Feature CRD beside upstream VPA,
+    /// any CRD during an upgrade): then there are none of it, and the store
+    /// still syncs.
+    #[must_use]
+    pub fn is_custom(&self) -> bool {
+        self.group.contains('.')
+    }
+}
+
+impl WatchedKind {
     fn api_resource(&self) -> ApiResource {
         ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(self.group, self.version, self.kind),
@@ -108,6 +119,9 @@ pub struct WatchState {
     interner: Interner,
     /// The label keys the Node listing kept; `None` when Nodes come whole.
     covered: Option<CoveredKeys>,
+    /// Streams whose kind the apiserver does not serve (its CRD is not
+    /// installed): synced with none, until a listing succeeds.
+    absent: std::collections::HashSet<usize>,
 }
 
 fn key_of(object: &Value) -> Key {
@@ -166,6 +180,27 @@ impl WatchState {
                 true
             }
         }
+    }
+
+    /// Stream `kind` cannot be listed because its kind is not served (404):
+    /// it holds none of them and counts as synced. Returns whether this is
+    /// news (the kind was there, or this is the first answer).
+    pub fn absent(&mut self, kind: usize) -> bool {
+        if !self.absent.insert(kind) {
+            return false;
+        }
+        self.relisting.remove(&kind);
+        self.current.insert(kind, BTreeMap::new());
+        if let Some(s) = self.synced.get_mut(kind) {
+            *s = true;
+        }
+        true
+    }
+
+    /// Stream `kind` answered again after [`Self::absent`]: returns whether
+    /// it had been absent.
+    pub fn present(&mut self, kind: usize) -> bool {
+        self.absent.remove(&kind)
     }
 
     /// Every stream has finished its first list.
@@ -307,12 +342,44 @@ fn handle(
     metrics: &StoreMetrics,
 ) -> bool {
     match event {
-        Ok(event) => state.apply(index, event.map_object(kind)),
+        Ok(event) => {
+            if state.present(index) {
+                tracing::info!(
+                    kind = kind.kind,
+                    group = kind.group,
+                    "the kind is served now (its CRD was installed): watching it"
+                );
+            }
+            state.apply(index, event.map_object(kind))
+        }
+        Err(error) if kind.is_custom() && is_not_served(&error) => {
+            let news = state.absent(index);
+            if news {
+                tracing::info!(
+                    kind = kind.kind,
+                    group = kind.group,
+                    "the kind is not served (no CRD): none of them, until its CRD is installed"
+                );
+            }
+            news
+        }
         Err(error) => {
             metrics.store_error("kube");
             tracing::warn!(%error, kind = kind.kind, "watch failed; serving the last snapshot while reconnecting");
             false
         }
+    }
+}
+
+/// A list or watch answered 404: the apiserver does not serve the
+/// resource (for a CRD kind, the CRD is not installed).
+fn is_not_served(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 404,
+        watcher::Error::WatchError(status) => status.code == 404,
+        _ => false,
     }
 }
 

@@ -179,3 +179,68 @@ fn apply_and_delete_update_the_view() {
     assert!(state.apply(0, Event::Delete(object)));
     assert_eq!(state.snapshot().vpa_count(), 0);
 }
+
+fn not_found() -> watcher::Error {
+    watcher::Error::InitialListFailed(kube::Error::Api(Box::new(
+        kube::core::Status::failure(
+            "the server could not find the requested resource",
+            "NotFound",
+        )
+        .with_code(404),
+    )))
+}
+
+#[tokio::test]
+async fn a_kind_whose_crd_is_absent_is_none_of_them_and_the_store_still_syncs() {
+    let metrics = StoreMetrics::new("kube");
+    let feature = kinds()
+        .iter()
+        .position(|k| k.kind == "Feature")
+        .expect("Features are watched");
+    let mut events: Vec<TaggedEvent> = initial_sync()
+        .into_iter()
+        .filter(|(index, _, _)| *index != feature)
+        .collect();
+    // The watcher retries with backoff: every retry is the same 404.
+    for _ in 0..3 {
+        events.push(tagged(feature, Err(not_found())));
+    }
+    let (published, synced) = replay(events, &metrics).await;
+    assert!(synced, "a store missing only an optional CRD is synced");
+    assert_eq!(published, [Some("150m".to_owned())]);
+    assert_eq!(metrics.errors("kube"), 0, "an absent CRD is no store error");
+}
+
+#[tokio::test]
+async fn a_core_kind_that_answers_404_is_never_taken_as_empty() {
+    let metrics = StoreMetrics::new("kube");
+    let namespaces = kinds()
+        .iter()
+        .position(|k| k.kind == "Namespace")
+        .expect("Namespaces are watched");
+    let mut events: Vec<TaggedEvent> = initial_sync()
+        .into_iter()
+        .filter(|(index, _, _)| *index != namespaces)
+        .collect();
+    events.push(tagged(namespaces, Err(not_found())));
+    let (published, synced) = replay(events, &metrics).await;
+    assert!(!synced);
+    assert!(published.is_empty());
+}
+
+#[test]
+fn a_crd_installed_later_is_listed_again_and_its_objects_appear() {
+    let mut state = WatchState::new(1);
+    assert!(state.absent(0), "the first 404 is news");
+    assert!(!state.absent(0), "the retries are not");
+    assert!(state.synced());
+    assert!(state.present(0));
+    assert!(!state.present(0));
+    state.apply(0, Event::Init);
+    state.apply(
+        0,
+        Event::InitApply(serde_json::to_value(vpa("150m")).expect("json")),
+    );
+    assert!(state.apply(0, Event::InitDone));
+    assert_eq!(target_cpu(&state.snapshot()), Some("150m".to_owned()));
+}

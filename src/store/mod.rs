@@ -11,6 +11,7 @@ mod entry;
 pub mod file;
 pub mod kube;
 pub mod nodes;
+pub mod presence;
 mod snapshot;
 pub mod synthetic;
 

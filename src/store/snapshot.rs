@@ -358,17 +358,27 @@ mod tests {
     }
 
     #[test]
-    fn bad_quantity_leaves_the_vpa_out_naming_object_and_field() {
+    fn an_unparsable_target_is_no_recommendation_for_its_container_alone() {
         let mut bad = vpa("bad", "2026-01-01T00:00:00Z", "node", "DaemonSet");
         bad["status"] = json!({"recommendationGroups": [{"scopeValue": "n1",
-            "containerRecommendations": [{"containerName": "c", "target": {"cpu": "lots"}}]}]});
+            "containerRecommendations": [
+                {"containerName": "c", "target": {"cpu": "lots"}},
+                {"containerName": "d", "target": {"cpu": "1"}}]}]});
         let snapshot = Snapshot::build([bad]);
-        assert_eq!(snapshot.vpa_count(), 0);
-        let problem = snapshot.problems[0].to_string();
-        assert!(
-            problem.starts_with("VerticalPodAutoscaler monitoring/bad: status.recommendationGroups[0].containerRecommendations[0].target.cpu: "),
-            "{problem}"
+        assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
+        let vpa = snapshot
+            .vpa_for("monitoring", "node-exporter")
+            .expect("the VPA loads");
+        let group = vpa.recommendations.group("n1").expect("its group");
+        assert_eq!(
+            group.unusable("c"),
+            Some(
+                "its cpu target \"lots\" does not parse: quantity \"lots\" is not a number \
+                 followed by an optional suffix (e.g. \"1.5\", \"250m\", \"12e6\")"
+            )
         );
+        assert_eq!(group.unusable("d"), None);
+        assert_eq!(group.target("d").count(), 1);
     }
 
     #[test]

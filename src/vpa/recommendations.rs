@@ -75,7 +75,15 @@ pub struct RecommendationTable {
     aggregate: Option<u32>,
     cells: Box<[Packed]>,
     overflow: HashMap<usize, Quantity>,
+    /// (row, container, why): targets that cannot be applied (negative, or
+    /// unparsable in the status). Such a container has no recommendation in
+    /// that row; rare, so a list.
+    unusable: Box<[Unusable]>,
 }
+
+/// A container's target in one row that cannot be applied: (row,
+/// container, why).
+type Unusable = (u32, Arc<str>, Box<str>);
 
 /// One row of a [`RecommendationTable`]: the recommendation for one node (or
 /// the aggregate).
@@ -86,6 +94,19 @@ pub struct RecommendationRow<'t> {
 }
 
 impl<'t> RecommendationRow<'t> {
+    /// Why `container`'s target in this row cannot be applied (a negative
+    /// or unparsable quantity), if so: the one place the webhook and the
+    /// updater learn that a container has no usable recommendation.
+    #[must_use]
+    pub fn unusable(self, container: &str) -> Option<&'t str> {
+        let row = u32::try_from(self.row).ok()?;
+        self.table
+            .unusable
+            .iter()
+            .find(|(r, c, _)| *r == row && &**c == container)
+            .map(|(_, _, why)| &**why)
+    }
+
     /// The target of `container` as (resource, quantity) pairs in resource
     /// name order; empty when the group has no recommendation for it.
     pub fn target<'c>(self, container: &'c str) -> impl Iterator<Item = (&'t str, Quantity)> + 'c
@@ -180,6 +201,8 @@ pub struct TableBuilder {
     /// column offset into `columns` lookups.
     row_containers: Vec<Arc<str>>,
     container: Option<Arc<str>>,
+    /// As in the table, rows as numbered while building.
+    unusable: Vec<Unusable>,
 }
 
 impl TableBuilder {
@@ -219,8 +242,16 @@ impl TableBuilder {
         true
     }
 
-    /// Sets one resource of the current container.
+    /// Sets one resource of the current container. A negative quantity is
+    /// not a target nodescope can apply: the container is then marked
+    /// unusable in this row ([`RecommendationRow::unusable`]).
     pub fn set(&mut self, resource: &str, q: &Quantity) {
+        if q.sign() < 0 {
+            let mut text = String::new();
+            q.write_canonical(&mut text);
+            self.unparsable(resource, &text, "is negative");
+            return;
+        }
         let Some(container) = &self.container else {
             return;
         };
@@ -254,6 +285,23 @@ impl TableBuilder {
             }
         };
         self.cells.push((row, column, packed));
+    }
+
+    /// Marks the current container unusable in the current row: its
+    /// target for `resource` is `text`, which `why` says cannot be applied.
+    pub fn unparsable(&mut self, resource: &str, text: &str, why: &str) {
+        let (Some(container), Some(row)) = (&self.container, self.next_row.checked_sub(1)) else {
+            return;
+        };
+        if self
+            .unusable
+            .iter()
+            .any(|(r, c, _)| *r == row && c == container)
+        {
+            return;
+        }
+        let why = format!("its {resource} target {text:?} {why}");
+        self.unusable.push((row, container.clone(), why.into()));
     }
 
     /// The dense table.
@@ -299,12 +347,18 @@ impl TableBuilder {
             }
         }
         let columns = order.iter().map(|&i| self.columns[i].clone()).collect();
+        let unusable = self
+            .unusable
+            .into_iter()
+            .filter_map(|(row, c, why)| Some(((*live.get(row as usize)?)?, c, why)))
+            .collect();
         RecommendationTable {
             columns,
             rows,
             aggregate,
             cells,
             overflow,
+            unusable,
         }
     }
 }

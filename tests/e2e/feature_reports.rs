@@ -106,7 +106,7 @@ async fn get(client: &kube::Client, object: &Value) -> Option<Value> {
 
 /// `component/instance` → `(observedState, lastReportTime)` of the
 /// Feature's `status.uses`.
-fn entries(feature: &Value) -> BTreeMap<String, (String, String)> {
+pub(crate) fn entries(feature: &Value) -> BTreeMap<String, (String, String)> {
     feature["status"]["uses"]
         .as_array()
         .into_iter()

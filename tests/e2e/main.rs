@@ -26,6 +26,7 @@ mod features;
 mod guard;
 mod install;
 mod mutation;
+mod optional_crds;
 mod portable_scope;
 mod recommend;
 mod recommend_upstream;
@@ -46,6 +47,8 @@ use support::{Assets, ControlPlane, Found};
 type Step = for<'a> fn(&'a ControlPlane) -> BoxFuture<'a, ()>;
 
 const STEPS: &[(&str, Step)] = &[
+    // First: a cluster with only the VPA CRD, before `install` adds the rest.
+    ("optional-crds", |p| optional_crds::run(p).boxed()),
     ("install", |p| install::run(p).boxed()),
     // Before any step removes a binding with a ConfigMap param: see guard.rs.
     ("guard", |p| guard::run(p).boxed()),

@@ -39,7 +39,7 @@ fn ago(seconds: i64) -> String {
         .unwrap_or_default()
 }
 
-fn daemonset(name: &str, desired: u32) -> Value {
+pub(crate) fn daemonset(name: &str, desired: u32) -> Value {
     json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": name, "namespace": NS},
         "spec": {"selector": {"matchLabels": {"app": name}},
@@ -74,7 +74,7 @@ async fn pod(client: &Client, ds: &str, ds_uid: &str, node: &str) -> String {
 /// A whole pod status, as the kubelet would write it: server-side apply
 /// drops the fields an earlier apply by the same manager set and this one
 /// omits, so every write carries all of them.
-fn status(name: &str, resources: &Value, infeasible: bool) -> Value {
+pub(crate) fn status(name: &str, resources: &Value, infeasible: bool) -> Value {
     let mut conditions = vec![json!({"type": "Ready", "status": "True"})];
     if infeasible {
         conditions.push(
@@ -90,6 +90,11 @@ fn status(name: &str, resources: &Value, infeasible: bool) -> Value {
 
 /// The webhook's status Lease, renewed `age` seconds ago.
 async fn webhook_lease(client: &Client, age: i64) {
+    webhook_lease_in(client, NS, age).await;
+}
+
+/// The webhook's status Lease in `ns`, renewed `age` seconds ago.
+pub(crate) async fn webhook_lease_in(client: &Client, ns: &str, age: i64) {
     let renew = k8s_openapi::jiff::Timestamp::from_second(
         k8s_openapi::jiff::Timestamp::now().as_second() - age,
     )
@@ -98,13 +103,18 @@ async fn webhook_lease(client: &Client, age: i64) {
     apply(
         client,
         &json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "nodescope-webhook", "namespace": NS},
+        "metadata": {"name": "nodescope-webhook", "namespace": ns},
         "spec": {"holderIdentity": "e2e", "leaseDurationSeconds": 60, "renewTime": renew}}),
     )
     .await;
 }
 
 fn updater(instance: &str, port: u16) -> Process {
+    updater_in(NS, instance, port, &[])
+}
+
+/// `nodescope update` with its Lease and the webhook's status Lease in `ns`.
+pub(crate) fn updater_in(ns: &str, instance: &str, port: u16, extra: &[&str]) -> Process {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
     command.args([
         "update",
@@ -119,7 +129,7 @@ fn updater(instance: &str, port: u16) -> Process {
         "--instance",
         instance,
         "--lease-namespace",
-        NS,
+        ns,
         "--lease-name",
         "updater",
         "--lease-duration",
@@ -127,12 +137,13 @@ fn updater(instance: &str, port: u16) -> Process {
     ]);
     command.args([
         "--admission-controller-status-lease-namespace",
-        NS,
+        ns,
         "--admission-controller-status-lease-timeout",
         "30s",
     ]);
     command.args(["--log-format", "json"]);
     command.arg(format!("--metrics-listen=127.0.0.1:{port}"));
+    command.args(extra);
     let log = std::env::temp_dir().join(format!(
         "nodescope-e2e-{instance}-{}.log",
         std::process::id()
@@ -141,7 +152,7 @@ fn updater(instance: &str, port: u16) -> Process {
 }
 
 /// (requests cpu, requests memory, limits cpu, limits memory) of the spec.
-async fn spec_of(pods: &Api<Pod>, name: &str) -> (String, String, String, String) {
+pub(crate) async fn spec_of(pods: &Api<Pod>, name: &str) -> (String, String, String, String) {
     let pod = pods
         .get(name)
         .await

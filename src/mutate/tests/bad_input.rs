@@ -83,20 +83,74 @@ fn an_unparsable_quantity_in_one_container_leaves_only_that_container_unchanged(
 }
 
 /// From fuzzing (`patch_builder`): a negative request (the apiserver rejects
-/// it in validation, after webhooks run) is scaled like any other value: no
-/// panic, a patch that applies, the request set to the target. The limit
-/// scaled from it comes out negative, so the pod stays as invalid as it was.
+/// it in validation, after webhooks run) scales the limit below zero. No
+/// negative quantity is ever patched: the container is left as it came,
+/// with a warning, and counted.
 #[test]
-fn a_negative_request_is_scaled_without_panicking() {
+fn a_negative_request_leaves_the_container_unchanged_rather_than_patch_a_negative_limit() {
     let p = pod(json!([
         {"name": "c1", "resources": {"requests": {"cpu": "-54279m"}, "limits": {"cpu": "3915027716m"}}}
     ]));
     let v = vpa(vec![rec("c1", &[("cpu", "3915027716m")])], vec![]);
     let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
-    let mut patched = p.clone();
-    json_patch::patch(&mut patched, &m.patch.operations()).unwrap_or_else(|e| panic!("{e}"));
-    let res = &patched["spec"]["containers"][0]["resources"];
-    assert_eq!(res["requests"]["cpu"], "3915027716m");
-    let limit = Quantity::parse(res["limits"]["cpu"].as_str().unwrap_or_default());
-    assert!(limit.is_ok_and(|l| l.sign() < 0), "{res}");
+    assert_eq!(patch_json(&m), json!([observed("c1")]));
+    assert_eq!(m.unusable, 1);
+    assert_eq!(
+        m.warnings,
+        [
+            "container \"c1\": its cpu limit would be \"-282382542365337m\", a negative quantity (from a negative request or maxAllowed); container left unchanged"
+        ]
+    );
+}
+
+/// Issue #30: the VPA CRD's pattern lets a target be negative. Such a
+/// target is no recommendation for that container: unchanged, said and
+/// counted; the other containers still get theirs.
+#[test]
+fn a_negative_target_is_no_recommendation_for_that_container() {
+    let p = pod(json!([
+        {"name": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+        {"name": "sidecar", "resources": {"requests": {"cpu": "10m"}}}
+    ]));
+    let v = vpa(
+        vec![
+            rec("app", &[("cpu", "-150m"), ("memory", "64Mi")]),
+            rec("sidecar", &[("cpu", "20m")]),
+        ],
+        vec![],
+    );
+    let m = run(&p, &v, &[], MissingNodeRecommendation::LeaveUnchanged);
+    assert_eq!(
+        patch_json(&m),
+        json!([
+            add("/spec/containers/1/resources/requests/cpu", json!("20m")),
+            updates("container 1: cpu request"),
+            observed("app, sidecar"),
+            mark(json!({"sidecar": {"requests": {"cpu": "10m"}}})),
+        ])
+    );
+    assert_eq!(m.unusable, 1);
+    assert_eq!(
+        m.warnings,
+        [
+            "container \"app\": its cpu target \"-150m\" is negative in VerticalPodAutoscaler monitoring/node-exporter, so it has no applicable recommendation; container left unchanged"
+        ]
+    );
+}
+
+/// A VPA-wide fallback that is negative is treated the same as a group.
+#[test]
+fn a_negative_fallback_target_leaves_the_pod_unchanged() {
+    let p = pod(json!([{"name": "app", "resources": {"requests": {"cpu": "100m"}}}]));
+    let mut v = vpa(vec![], vec![]);
+    v.recommendations = RecommendationTable::new([], Some(&[rec("app", &[("cpu", "-1")])]));
+    let m = run(&p, &v, &[], MissingNodeRecommendation::Aggregate);
+    assert_eq!(patch_json(&m), json!([observed("app")]));
+    assert_eq!(m.unusable, 1);
+    assert_eq!(m.warnings.len(), 2, "{:?}", m.warnings);
+    assert!(
+        m.warnings[1].starts_with("container \"app\": its cpu target \"-1\" is negative"),
+        "{:?}",
+        m.warnings
+    );
 }
