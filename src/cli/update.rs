@@ -283,6 +283,16 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             args.store
         ));
     }
+    // Checked before connecting, as every flag is.
+    let report = if args.plan {
+        None
+    } else {
+        args.report.config(
+            "updater",
+            &super::report_flags::instance(&args.instance, "nodescope-updater"),
+            &["vpa-node-scope"],
+        )?
+    };
     let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
     // A PodDisruptionBudget refuses an eviction with 429 and Retry-After;
     // the client's default retry would wait on it for minutes, holding the
@@ -305,13 +315,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
         return Ok(plan_code(args, &plans));
     }
-    let reports = args
-        .report
-        .config(
-            "updater",
-            &super::report_flags::instance(&args.instance, "nodescope-updater"),
-            &["vpa-node-scope"],
-        )?
+    let reports = report
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
     let metrics = UpdaterMetrics::new();

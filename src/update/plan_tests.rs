@@ -284,3 +284,39 @@ fn pods_held_back_are_deferred_and_pods_with_nothing_to_do_are_none() {
         ]
     );
 }
+
+#[test]
+fn a_deferred_plan_carries_nothing_to_write_and_is_not_an_action() {
+    let (workloads, rest) = Workloads::split(vec![
+        vpa("Recreate", json!([group("n1")])),
+        pod("a", "n1", json!({})),
+    ])
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let snapshot = Snapshot::build(rest);
+    let config = UpdateConfig {
+        min_replicas: 1,
+        ..UpdateConfig::default()
+    };
+    // A stale webhook Lease holds the eviction back.
+    let plans = plan_pass(
+        &snapshot,
+        &workloads,
+        &config,
+        &mut Memory::default(),
+        false,
+        NOW,
+    );
+    assert_eq!(plans[0].action, Action::Deferred);
+    assert!(plans[0].ops.is_empty());
+    assert_eq!(plans[0].containers[0].desired, None);
+    assert_eq!(
+        [
+            Action::None,
+            Action::Deferred,
+            Action::Resize,
+            Action::Evict
+        ]
+        .map(Action::acts),
+        [false, false, true, true]
+    );
+}

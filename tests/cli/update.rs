@@ -177,6 +177,17 @@ fn numeric_and_duration_flags_outside_their_range_are_refused_before_connecting(
         (&["serve", "--demo"], "--idle-timeout", "-5", "expected a whole number of seconds >= 1, not \"-5\""),
         (&["update"], "--updater-interval", "7", "\"7\" has a number without a unit: write 7s for seconds (such as 30s, 1.5m, 1h30m or 12h0m0s (units ns, us, ms, s, m, h))"),
     ];
+    // Checked together, so after parsing; still before connecting.
+    let output = command(&["update", "--report-heartbeat=60s", "--report-expiry=90s"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("the binary runs");
+    assert_exit(&output, 2);
+    assert_eq!(
+        stderr(&output),
+        "nodescope: update: --report-expiry 90s must be at least twice --report-heartbeat 60s, \
+         so that one lost write does not expire a live instance\n"
+    );
     for (subcommand, flag, value, why) in cases {
         let mut args = subcommand.to_vec();
         args.extend_from_slice(&[flag, value]);
