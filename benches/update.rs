@@ -112,8 +112,8 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
                 count(&|p| p.action == Action::Resize),
                 count(&|p| p.action == Action::Evict),
                 count(&|p| p.reason == "at its recommendation"),
-                count(&|p| p.reason.contains("deferred")),
-                count(&|p| p.reason.contains("--pod-update-threshold")),
+                count(&|p| p.action == Action::Deferred),
+                count(&|p| p.reason.contains("below --pod-update-threshold")),
             );
         }
         drop(plans);

@@ -20,7 +20,7 @@ use crate::quantity::{Format, Quantity};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use self::node::{BalloonNode, DesiredSize, Fraction, NodeError};
+pub use self::node::{check_usable, BalloonNode, DesiredSize, Fraction, NodeError};
 pub use self::sizing::{plan_nodes, BalloonConfig, BalloonResize, NodePlan, State};
 
 /// Node annotation: the cpu that workloads may use (a quantity).

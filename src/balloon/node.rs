@@ -31,9 +31,14 @@ impl Fraction {
     ///
     /// # Errors
     /// Anything but a plain decimal above 0 and at most 1 with at most nine
-    /// decimals, quoting the text.
+    /// decimals, quoting the text and saying which of the two it is not.
     pub fn parse(text: &str) -> Result<Fraction, String> {
-        let wrong = || format!("{text:?} is not a fraction above 0 and at most 1 (e.g. 0.25)");
+        let wrong = || {
+            format!(
+                "{text:?} is not a fraction written as a plain decimal with at most nine decimals \
+                 in (0, 1], such as 0.25"
+            )
+        };
         let (whole, decimals) = text.split_once('.').unwrap_or((text, ""));
         let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
         if !digits(whole) || !digits(decimals) || decimals.len() > 9 {
@@ -54,7 +59,9 @@ impl Fraction {
             .and_then(|w| w.checked_add(part))
             .ok_or_else(wrong)?;
         if nanos == 0 || nanos > NANOS {
-            return Err(wrong());
+            return Err(format!(
+                "{text:?} is not in (0, 1]: a usable fraction is above 0 and at most 1"
+            ));
         }
         Ok(Fraction { nanos })
     }
@@ -175,12 +182,13 @@ impl BalloonNode {
 pub fn desired_size<'a>(
     annotation: impl Fn(&str) -> Option<&'a str>,
 ) -> Result<DesiredSize, String> {
-    let quantity = |key: &str| -> Result<Option<Quantity>, String> {
+    let quantity = |key: &str, r: Resource| -> Result<Option<Quantity>, String> {
         annotation(key)
-            .map(|text| match Quantity::parse(text) {
-                Ok(q) if q.sign() >= 0 => Ok(q),
-                Ok(_) => Err(format!("annotation {key}: {text:?} is negative")),
-                Err(e) => Err(format!("annotation {key}: {e}")),
+            .map(|text| {
+                Quantity::parse(text)
+                    .map_err(|e| e.to_string())
+                    .and_then(|q| check_usable_quantity(r, &q).map(|()| q))
+                    .map_err(|e| format!("annotation {key}: {e}"))
             })
             .transpose()
     };
@@ -191,8 +199,105 @@ pub fn desired_size<'a>(
         })
         .transpose()?;
     Ok(DesiredSize {
-        cpu: quantity(USABLE_CPU_ANNOTATION)?,
-        memory: quantity(USABLE_MEMORY_ANNOTATION)?,
+        cpu: quantity(USABLE_CPU_ANNOTATION, Resource::Cpu)?,
+        memory: quantity(USABLE_MEMORY_ANNOTATION, Resource::Memory)?,
         fraction,
     })
+}
+
+/// A usable size on its own: above zero (a node whose workloads may use
+/// nothing is a drained node, not a balloon's job) and within what the
+/// controller's arithmetic holds (millicores and bytes in 64 bits).
+///
+/// # Errors
+/// A negative, zero or overflowing quantity, in words naming the resource.
+pub fn check_usable_quantity(r: Resource, q: &Quantity) -> Result<(), String> {
+    let name = r.as_str();
+    if q.sign() < 0 {
+        return Err(format!("usable {name} {q} is negative"));
+    }
+    if q.is_zero() {
+        return Err(format!(
+            "usable {name} 0 leaves workloads nothing: a usable size is above 0"
+        ));
+    }
+    let largest = match r {
+        Resource::Cpu => Quantity::from_milli(i64::MAX, r.format()),
+        Resource::Memory => Quantity::from_i64(i64::MAX, r.format()),
+    };
+    if q > &largest {
+        return Err(format!(
+            "usable {name} {q} is too large: at most {largest} can be held"
+        ));
+    }
+    Ok(())
+}
+
+/// Why a usable size is wrong for a node: the resource, whether the size
+/// was a fraction, and the words, so that each caller can name where the
+/// size came from (an annotation, a flag).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct UsableError {
+    /// The resource whose size is wrong.
+    pub resource: Resource,
+    /// Whether it came from the fraction rather than an absolute size.
+    pub fraction: bool,
+    /// What is wrong, with both numbers.
+    pub reason: String,
+}
+
+impl UsableError {
+    /// The Node annotation that asked for the size.
+    #[must_use]
+    pub fn annotation(&self) -> &'static str {
+        match (self.fraction, self.resource) {
+            (true, _) => USABLE_FRACTION_ANNOTATION,
+            (false, Resource::Cpu) => USABLE_CPU_ANNOTATION,
+            (false, Resource::Memory) => USABLE_MEMORY_ANNOTATION,
+        }
+    }
+}
+
+/// The one check of a node's usable size, used by `balloon set` before it
+/// writes, by `balloon status` and by the controller: each absolute size
+/// as [`check_usable_quantity`] and at most the node's allocatable, and a
+/// fraction that leaves some of a non-empty allocatable usable.
+///
+/// # Errors
+/// The first resource whose size is wrong, with both numbers.
+pub fn check_usable(desired: &DesiredSize, allocatable: &CpuMemory) -> Result<(), UsableError> {
+    for r in Resource::ALL {
+        let name = r.as_str();
+        let held = allocatable.get(r);
+        let absolute = match r {
+            Resource::Cpu => desired.cpu.as_ref(),
+            Resource::Memory => desired.memory.as_ref(),
+        };
+        let wrong = |fraction: bool, reason: String| UsableError {
+            resource: r,
+            fraction,
+            reason,
+        };
+        if let Some(q) = absolute {
+            check_usable_quantity(r, q).map_err(|e| wrong(false, e))?;
+            if q > held {
+                return Err(wrong(
+                    false,
+                    format!("usable {name} {q} is more than the node's allocatable {name} {held}"),
+                ));
+            }
+        } else if let Some(f) = desired.fraction {
+            if held.sign() > 0 && f.of(held, r).sign() <= 0 {
+                return Err(wrong(
+                    true,
+                    format!(
+                        "usable fraction {f} of allocatable {name} {held} rounds to 0: \
+                         workloads would have nothing"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }

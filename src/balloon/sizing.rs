@@ -7,7 +7,7 @@
 //! and the pods that do not fit are named (KEP-5620: fail the upsize
 //! instead of preempting). A downsize always proceeds.
 
-use super::node::{BalloonNode, DesiredSize};
+use super::node::{check_usable, BalloonNode, DesiredSize};
 use super::{CpuMemory, Resource};
 use crate::pods::{PodPhase, ResizeStatus, RunningPod};
 use crate::quantity::Quantity;
@@ -194,6 +194,7 @@ pub fn plan_node(
         (a.start_time.unwrap_or(i64::MAX), a.key())
             .cmp(&(b.start_time.unwrap_or(i64::MAX), b.key()))
     });
+    let from_default = matches!(&node.desired, Ok(d) if d.is_empty());
     let desired = match &node.desired {
         Ok(d) if d.is_empty() => Ok(config.default.clone()),
         other => other.clone(),
@@ -245,7 +246,12 @@ pub fn plan_node(
     }
     plan.usable = plan.allocatable.minus(&plan.balloon);
     plan.free = plan.usable.minus(&plan.requested);
-    let desired = match desired {
+    // Named after where the size came from, as an unreadable annotation is.
+    let desired = match desired.and_then(|d| match check_usable(&d, &node.allocatable) {
+        Ok(()) => Ok(d),
+        Err(e) if from_default => Err(format!("--default-usable-fraction: {e}")),
+        Err(e) => Err(format!("annotation {}: {e}", e.annotation())),
+    }) {
         Ok(d) => d,
         Err(reason) => return Some(plan.with(State::Invalid, reason)),
     };

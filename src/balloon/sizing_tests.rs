@@ -125,18 +125,56 @@ fn the_balloon_requests_allocatable_minus_usable() {
 }
 
 #[test]
-fn a_usable_size_above_allocatable_empties_the_balloon() {
+fn a_usable_size_the_node_cannot_have_is_invalid_and_its_balloon_left_alone() {
+    for (annotations, reason) in [
+        (
+            usable("12", "24Gi"),
+            "annotation nodescope.dev/usable-cpu: usable cpu 12 is more than the node's allocatable cpu 8",
+        ),
+        (
+            usable("6", "64Gi"),
+            "annotation nodescope.dev/usable-memory: usable memory 64Gi is more than the node's \
+             allocatable memory 32Gi",
+        ),
+        (
+            usable("0", "24Gi"),
+            "annotation nodescope.dev/usable-cpu: usable cpu 0 leaves workloads nothing: \
+             a usable size is above 0",
+        ),
+        (
+            usable("-1", "24Gi"),
+            "annotation nodescope.dev/usable-cpu: usable cpu -1 is negative",
+        ),
+        (
+            usable("6", "99999999999999999999999"),
+            "annotation nodescope.dev/usable-memory: usable memory 99999999999999999999999 is \
+             too large: at most 9223372036854775807 can be held",
+        ),
+        (
+            json!({"nodescope.dev/usable-fraction": "0.000000001"}),
+            "annotation nodescope.dev/usable-fraction: usable fraction 0.000000001 of \
+             allocatable cpu 8 rounds to 0: workloads would have nothing",
+        ),
+    ] {
+        let plans = plan_nodes(
+            &[node("n1", annotations.clone())],
+            &[balloon("n1", "2", "8Gi")],
+            &BalloonConfig::default(),
+        );
+        assert_eq!(
+            (plans[0].state, plans[0].reason.as_str(), plans[0].resize.is_none()),
+            (State::Invalid, reason, true),
+            "{annotations}"
+        );
+    }
+    // Exactly allocatable is a size: the balloon empties.
     let plans = plan_nodes(
-        &[node("n1", usable("12", "64Gi"))],
+        &[node("n1", usable("8", "32Gi"))],
         &[balloon("n1", "2", "8Gi")],
         &BalloonConfig::default(),
     );
     assert_eq!(plans[0].state, State::Resize);
     assert_eq!(plans[0].target, Some(pair("0", "0")));
-    assert_eq!(
-        plans[0].reason,
-        "downsize the balloon from cpu 2, memory 8Gi to cpu 0, memory 0"
-    );
 }
 
 #[test]
@@ -308,7 +346,7 @@ fn a_bad_annotation_is_named() {
     assert_eq!(plans[0].state, State::Invalid);
     assert_eq!(
         plans[0].reason,
-        "annotation nodescope.dev/usable-fraction: \"1.5\" is not a fraction above 0 and at most 1 (e.g. 0.25)"
+        "annotation nodescope.dev/usable-fraction: \"1.5\" is not in (0, 1]: a usable fraction is above 0 and at most 1"
     );
 }
 

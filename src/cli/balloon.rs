@@ -3,11 +3,12 @@
 //! `--store file:DIR`); `set` writes a Node's usable size; `controller`
 //! resizes the balloons to match.
 
-use super::features::parse_duration;
+use super::flags;
 use super::update::Output;
+use crate::balloon::node::check_usable_quantity;
 use crate::balloon::{
-    plan_objects, BalloonConfig, DesiredSize, Fraction, NodePlan, State, USABLE_CPU_ANNOTATION,
-    USABLE_FRACTION_ANNOTATION, USABLE_MEMORY_ANNOTATION,
+    check_usable, plan_objects, BalloonConfig, BalloonNode, DesiredSize, Fraction, NodePlan,
+    Resource, State, USABLE_CPU_ANNOTATION, USABLE_FRACTION_ANNOTATION, USABLE_MEMORY_ANNOTATION,
 };
 use crate::quantity::Quantity;
 use clap::{Args, Subcommand};
@@ -28,9 +29,10 @@ pub struct BalloonArgs {
 /// What `nodescope balloon` does.
 #[derive(Debug, Subcommand, Clone)]
 pub enum BalloonCommand {
-    /// NODE, ALLOCATABLE, BALLOON, USABLE, REQUESTED (by other pods), FREE
-    /// and STATE of every node with a balloon or a usable size; each value
-    /// is cpu/memory.
+    /// NODE, ALLOCATABLE, BALLOON, USABLE, REQUESTED (by other pods), FREE,
+    /// STATE and REASON of every node with a balloon or a usable size; each
+    /// value is cpu/memory. With --exit-code, exit 1 when a node is
+    /// Refused, Infeasible or Invalid.
     Status(StatusArgs),
     /// Set a Node's usable size (its annotations); the balloon controller
     /// resizes its balloon to match.
@@ -52,6 +54,11 @@ pub struct StatusArgs {
     /// The usable fraction of a node whose annotations set no size.
     #[arg(long, value_parser = Fraction::parse)]
     pub default_usable_fraction: Option<Fraction>,
+    /// Exit 1 when a node is Refused, Infeasible or Invalid (a size the
+    /// controller cannot reach without the operator), 0 otherwise, as
+    /// `git diff --exit-code`; without it, 0 whatever the states.
+    #[arg(long)]
+    pub exit_code: bool,
 }
 
 /// `nodescope balloon set`.
@@ -65,11 +72,13 @@ pub struct StatusArgs {
 pub struct SetArgs {
     /// The Node.
     pub node: String,
-    /// The cpu that workloads may use (a quantity: `6`, `5500m`).
-    #[arg(long, value_parser = Quantity::parse)]
+    /// The cpu that workloads may use (a quantity above 0 and at most the
+    /// node's allocatable: `6`, `5500m`).
+    #[arg(long, value_parser = usable_cpu, allow_hyphen_values = true)]
     pub usable_cpu: Option<Quantity>,
-    /// The memory that workloads may use (a quantity: `24Gi`).
-    #[arg(long, value_parser = Quantity::parse)]
+    /// The memory that workloads may use (a quantity above 0 and at most
+    /// the node's allocatable: `24Gi`).
+    #[arg(long, value_parser = usable_memory, allow_hyphen_values = true)]
     pub usable_memory: Option<Quantity>,
     /// Instead, the fraction of allocatable that workloads may use.
     #[arg(long, value_parser = Fraction::parse, conflicts_with_all = ["usable_cpu", "usable_memory"])]
@@ -79,8 +88,41 @@ pub struct SetArgs {
     #[arg(long)]
     pub wait: bool,
     /// How long `--wait` waits.
-    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    #[arg(long, default_value = "2m", value_parser = flags::interval)]
     pub timeout: Duration,
+}
+
+/// `--usable-cpu`: a quantity, checked alone as the Node's annotation is.
+fn usable_cpu(text: &str) -> Result<Quantity, String> {
+    usable(text, Resource::Cpu)
+}
+
+/// `--usable-memory`.
+fn usable_memory(text: &str) -> Result<Quantity, String> {
+    usable(text, Resource::Memory)
+}
+
+fn usable(text: &str, r: Resource) -> Result<Quantity, String> {
+    let q = Quantity::parse(text).map_err(|e| e.to_string())?;
+    check_usable_quantity(r, &q)?;
+    Ok(q)
+}
+
+/// Whether a plan needs the operator: `--exit-code` exits 1 for it.
+fn needs_operator(plan: &NodePlan) -> bool {
+    matches!(
+        plan.state,
+        State::Refused | State::Infeasible | State::Invalid
+    )
+}
+
+/// The exit status of `balloon status`.
+fn status_code(args: &StatusArgs, plans: &[NodePlan]) -> ExitCode {
+    if args.exit_code && plans.iter().any(needs_operator) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Writes the plans as a table, JSON (`{"items": [...]}`) or YAML.
@@ -113,6 +155,7 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
                 "REQUESTED",
                 "FREE",
                 "STATE",
+                "REASON",
             ]
             .map(String::from)];
             for p in plans {
@@ -125,6 +168,7 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
                     cell(&p.requested),
                     cell(&p.free),
                     p.state.as_str().to_owned(),
+                    p.reason.clone(),
                 ]);
             }
             write!(out, "{}", super::features::table(&rows))
@@ -156,7 +200,7 @@ pub fn run_status_offline(args: &StatusArgs, out: &mut impl Write) -> Result<Exi
         .collect();
     let plans = plan_objects(&objects, &args.config())?;
     render(&plans, args.output, out).map_err(|e| e.to_string())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(status_code(args, &plans))
 }
 
 /// The client of every `balloon` command: kube's default client retries
@@ -227,7 +271,7 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
     let objects = gather(&client, None).await?;
     let plans = plan_objects(&objects, &args.config())?;
     render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(status_code(args, &plans))
 }
 
 /// The merge patch `set` writes: the asked annotations, the others removed
@@ -248,9 +292,32 @@ pub fn set_patch(args: &SetArgs, resource_version: &str) -> Value {
     })
 }
 
-/// `balloon set`: patches the Node (retrying a conflict with a fresh read),
-/// then with `--wait` follows the node's plan until it settles or is
-/// refused.
+/// The patch for `node` (the Node as read), once the asked size passed
+/// the one check the controller and `balloon status` make too, against
+/// the node's allocatable.
+///
+/// # Errors
+/// The Node cannot be read, or the size is wrong for it; nothing is
+/// written then.
+pub fn checked_set_patch(args: &SetArgs, node: &Value) -> Result<Value, String> {
+    let read = BalloonNode::from_value(node).map_err(|e| e.to_string())?;
+    let desired = DesiredSize {
+        cpu: args.usable_cpu.clone(),
+        memory: args.usable_memory.clone(),
+        fraction: args.usable_fraction,
+    };
+    check_usable(&desired, &read.allocatable)
+        .map_err(|e| format!("Node {}: {e}; nothing was written", read.name))?;
+    let version = node
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Ok(set_patch(args, version))
+}
+
+/// `balloon set`: reads the Node, checks the size against its allocatable,
+/// patches it (retrying a conflict with a fresh read), then with `--wait`
+/// follows the node's plan until it settles or is refused.
 ///
 /// # Errors
 /// No cluster, no such Node, or a patch that keeps failing.
@@ -264,8 +331,8 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
             .get(&args.node)
             .await
             .map_err(|e| format!("Node {}: {e}", args.node))?;
-        let version = node.metadata.resource_version.unwrap_or_default();
-        let patch = set_patch(args, &version);
+        let node = serde_json::to_value(&node).map_err(|e| format!("Node {}: {e}", args.node))?;
+        let patch = checked_set_patch(args, &node)?;
         match nodes
             .patch(&args.node, &PatchParams::default(), &Patch::Merge(&patch))
             .await

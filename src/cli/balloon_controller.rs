@@ -1,7 +1,7 @@
 //! `nodescope balloon controller`: the typed flags of the balloon
 //! controller and its start (probes, metrics, the loop until SIGTERM).
 
-use super::features::parse_duration;
+use super::flags;
 use crate::balloon::cluster::LoopConfig;
 use crate::balloon::metrics::BalloonMetrics;
 use crate::balloon::{BalloonConfig, DesiredSize, Fraction};
@@ -18,7 +18,7 @@ pub struct ControllerArgs {
     #[arg(long, value_parser = Fraction::parse)]
     pub default_usable_fraction: Option<Fraction>,
     /// How often a pass runs.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = flags::interval)]
     pub interval: Duration,
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-balloon")]
@@ -30,7 +30,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "nodescope-balloon")]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8944")]

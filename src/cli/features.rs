@@ -61,7 +61,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "30s", value_parser = parse_duration, env = "NODESCOPE_SETTLE")]
     pub settle: std::time::Duration,
     /// How often every Feature is re-evaluated.
-    #[arg(long, default_value = "10s", value_parser = parse_duration, env = "NODESCOPE_PERIOD")]
+    #[arg(long, default_value = "10s", value_parser = super::flags::interval, env = "NODESCOPE_PERIOD")]
     pub period: std::time::Duration,
     /// The least time between two passes started by watch events (each
     /// pass lists every object the gating policies match).
@@ -82,7 +82,7 @@ pub struct ControllerArgs {
     /// within 1s. After a crash (SIGKILL, a lost node) another takes over
     /// between this duration and this duration + 2s after the dead
     /// leader's last renewal, so at most this + 2s after the crash.
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = super::flags::lease_duration)]
     pub lease_duration: std::time::Duration,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
@@ -97,28 +97,7 @@ pub struct ControllerArgs {
     pub announce: bool,
 }
 
-/// `30s`, `500ms`, `2m`, `1h` or a number of seconds.
-///
-/// # Errors
-/// Anything else, quoted.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((text, ""), |i| text.split_at(i));
-    let value: u64 = number
-        .parse()
-        .map_err(|_| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))?;
-    let millis = match unit {
-        "ms" => Some(value),
-        "" | "s" => value.checked_mul(1000),
-        "m" => value.checked_mul(60_000),
-        "h" => value.checked_mul(3_600_000),
-        _ => None,
-    };
-    millis
-        .map(std::time::Duration::from_millis)
-        .ok_or_else(|| format!("{text:?} is not a duration such as 30s, 500ms or 2m"))
-}
+pub use super::flags::parse_duration;
 
 /// `nodescope features uses`.
 #[derive(Debug, Args, Clone)]
@@ -422,23 +401,6 @@ pub(crate) fn write_out(text: &str) -> Result<(), RunError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_in_the_units_people_write() {
-        use std::time::Duration;
-        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert_eq!(
-            parse_duration("soon"),
-            Err("\"soon\" is not a duration such as 30s, 500ms or 2m".to_owned())
-        );
-        assert_eq!(
-            parse_duration("3d"),
-            Err("\"3d\" is not a duration such as 30s, 500ms or 2m".to_owned())
-        );
-    }
 
     #[test]
     fn ages_read_as_kubectl_writes_them() {

@@ -12,6 +12,7 @@ pub mod dry_run;
 pub mod features;
 mod features_cleanup;
 mod features_list;
+pub mod flags;
 pub mod recommend;
 pub mod report_flags;
 mod serve;
@@ -119,7 +120,7 @@ pub struct ServeArgs {
     #[arg(long, env = "NODESCOPE_TLS_KEY", required_unless_present = "demo")]
     pub tls_key: Option<PathBuf>,
     /// How often the certificate files are checked for changes, in seconds.
-    #[arg(long, env = "NODESCOPE_TLS_RELOAD_INTERVAL", default_value_t = 2)]
+    #[arg(long, env = "NODESCOPE_TLS_RELOAD_INTERVAL", default_value_t = 2, value_parser = flags::seconds, allow_negative_numbers = true)]
     pub tls_reload_interval: u64,
     /// Where cluster state comes from: `kube` (watch the API server) or
     /// `file:PATH` (a YAML/JSON file or directory, reloaded on change).
@@ -142,7 +143,7 @@ pub struct ServeArgs {
     )]
     pub missing_node_recommendation: MissingNode,
     /// How often the file store and the policies are checked for changes, in seconds.
-    #[arg(long, env = "NODESCOPE_RELOAD_INTERVAL", default_value_t = 2)]
+    #[arg(long, env = "NODESCOPE_RELOAD_INTERVAL", default_value_t = 2, value_parser = flags::seconds, allow_negative_numbers = true)]
     pub reload_interval: u64,
     /// The Lease each replica renews while ready (`--store kube` only), so
     /// that `nodescope update` evicts only while the webhook can size the
@@ -164,7 +165,7 @@ pub struct ServeArgs {
         long,
         env = "NODESCOPE_STATUS_LEASE_UPDATE_INTERVAL",
         default_value = "10s",
-        value_parser = parse_interval
+        value_parser = flags::interval
     )]
     pub status_lease_update_interval: std::time::Duration,
     /// This replica's name, written as the status Lease's holder: the pod
@@ -176,16 +177,16 @@ pub struct ServeArgs {
     pub metrics_listen: Option<SocketAddr>,
     /// Larger request bodies get HTTP 413 (read to their end and dropped
     /// first, up to 64 MiB, so that a client still sending sees the answer).
-    #[arg(long, env = "NODESCOPE_MAX_BODY_BYTES", default_value_t = crate::server::DEFAULT_MAX_BODY_BYTES)]
+    #[arg(long, env = "NODESCOPE_MAX_BODY_BYTES", default_value_t = crate::server::DEFAULT_MAX_BODY_BYTES, value_parser = flags::bytes, allow_negative_numbers = true)]
     pub max_body_bytes: usize,
     /// Seconds in-flight reviews may take to finish after SIGTERM.
-    #[arg(long, env = "NODESCOPE_DRAIN_TIMEOUT", default_value_t = 25)]
+    #[arg(long, env = "NODESCOPE_DRAIN_TIMEOUT", default_value_t = 25, value_parser = flags::seconds_or_zero, allow_negative_numbers = true)]
     pub drain_timeout: u64,
     /// Seconds a client has to finish the TLS handshake.
-    #[arg(long, env = "NODESCOPE_HANDSHAKE_TIMEOUT", default_value_t = 10)]
+    #[arg(long, env = "NODESCOPE_HANDSHAKE_TIMEOUT", default_value_t = 10, value_parser = flags::seconds, allow_negative_numbers = true)]
     pub handshake_timeout: u64,
     /// Seconds an idle keep-alive connection (or a slow header) may last.
-    #[arg(long, env = "NODESCOPE_IDLE_TIMEOUT", default_value_t = 120)]
+    #[arg(long, env = "NODESCOPE_IDLE_TIMEOUT", default_value_t = 120, value_parser = flags::seconds, allow_negative_numbers = true)]
     pub idle_timeout: u64,
     /// How log lines on stderr are written.
     #[arg(long, env = "NODESCOPE_LOG_FORMAT", value_enum, default_value = "text")]
@@ -219,18 +220,6 @@ impl ServeArgs {
             })
             .unwrap_or_else(|| "nodescope".to_owned())
     }
-}
-
-/// A duration of at least a millisecond, as [`features::parse_duration`]
-/// reads it: a renewal every 0s would never end.
-fn parse_interval(text: &str) -> Result<std::time::Duration, String> {
-    features::parse_duration(text).and_then(|d| {
-        if d.is_zero() {
-            Err(format!("{text:?}: the interval must be longer than 0"))
-        } else {
-            Ok(d)
-        }
-    })
 }
 
 /// `nodescope certs`.

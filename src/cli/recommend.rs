@@ -4,7 +4,7 @@
 //! [`crate::recommend::cluster`]. Every flag upstream's recommender has for
 //! these numbers is here under the same name and default.
 
-use super::features::parse_duration;
+use super::flags;
 use crate::quantity::Quantity;
 use crate::recommend::aggregate::HistoryConfig;
 use crate::recommend::checkpoint_dir::{self, CheckpointDir};
@@ -68,7 +68,7 @@ pub struct RecommendArgs {
 pub struct RunningFlags {
     /// How often the leader checkpoints its history (and once more when it
     /// stops). A leader that crashes loses at most this much history.
-    #[arg(long, default_value = "10m", value_parser = parse_duration)]
+    #[arg(long, default_value = "10m", value_parser = flags::interval)]
     pub checkpoint_interval: Duration,
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-recommender")]
@@ -80,7 +80,7 @@ pub struct RunningFlags {
     #[arg(long, default_value = "nodescope-recommender")]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP), as upstream's
     /// `--address`.
@@ -107,64 +107,64 @@ pub struct UpstreamFlags {
     #[arg(long, default_value = "default")]
     pub recommender_name: String,
     /// How often metrics are fetched and recommendations computed.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub recommender_interval: Duration,
     /// Fraction of usage added as the safety margin.
-    #[arg(long, default_value_t = 0.15)]
+    #[arg(long, default_value_t = 0.15, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub recommendation_margin_fraction: f64,
     /// Minimum CPU recommendation for a pod, shared among its containers.
-    #[arg(long, default_value_t = 25.0)]
+    #[arg(long, default_value_t = 25.0, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub pod_recommendation_min_cpu_millicores: f64,
     /// Minimum memory recommendation for a pod, shared among its containers.
-    #[arg(long, default_value_t = 250.0)]
+    #[arg(long, default_value_t = 250.0, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub pod_recommendation_min_memory_mb: f64,
     /// CPU usage percentile of the target.
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub target_cpu_percentile: f64,
     /// CPU usage percentile of the lower bound.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_lower_bound_cpu_percentile: f64,
     /// CPU usage percentile of the upper bound.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = 0.95, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_upper_bound_cpu_percentile: f64,
     /// Memory peak percentile of the target.
-    #[arg(long, default_value_t = 0.9)]
+    #[arg(long, default_value_t = 0.9, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub target_memory_percentile: f64,
     /// Memory peak percentile of the lower bound.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_lower_bound_memory_percentile: f64,
     /// Memory peak percentile of the upper bound.
-    #[arg(long, default_value_t = 0.95)]
+    #[arg(long, default_value_t = 0.95, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_upper_bound_memory_percentile: f64,
     /// The time unit of the CPU bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval)]
     pub confidence_interval_cpu: Duration,
     /// The time unit of the memory bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval)]
     pub confidence_interval_memory: Duration,
     /// CPU recommendations are rounded up to a multiple of this.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub round_cpu_millicores: i64,
     /// Memory recommendations are rounded up to a multiple of this.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub round_memory_bytes: i64,
     /// The window of one memory peak.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval)]
     pub memory_aggregation_interval: Duration,
     /// How many windows history is kept for.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub memory_aggregation_interval_count: i64,
     /// Half-life of a memory peak's weight.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval)]
     pub memory_histogram_decay_half_life: Duration,
     /// Half-life of a CPU sample's weight.
-    #[arg(long, default_value = "24h", value_parser = parse_duration)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval)]
     pub cpu_histogram_decay_half_life: Duration,
     /// Memory after an OOM kill: at least this times the usage.
-    #[arg(long, default_value_t = 1.2)]
+    #[arg(long, default_value_t = 1.2, value_parser = flags::ratio, allow_negative_numbers = true)]
     pub oom_bump_up_ratio: f64,
     /// Memory after an OOM kill: at least the usage plus this many bytes.
-    #[arg(long, default_value_t = 104_857_600.0)]
+    #[arg(long, default_value_t = 104_857_600.0, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub oom_min_bump_up_bytes: f64,
     /// Largest CPU recommended for a container (a VPA's maxAllowed wins).
     #[arg(long)]
@@ -175,7 +175,7 @@ pub struct UpstreamFlags {
     /// nodescope's own: a scope value gets a group once each of its
     /// containers has this many CPU samples (1: any history, upstream's
     /// notion of an aggregate that is not empty).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = flags::count_u64, allow_negative_numbers = true)]
     pub group_min_samples: u64,
 }
 

@@ -4,13 +4,13 @@
 //! Every flag upstream's updater has for these numbers is here under the
 //! same name and default.
 
-use super::features::parse_duration;
+use super::flags::{self, parse_duration};
 use super::MissingNode;
 use crate::store::Snapshot;
 use crate::update::cluster::LoopConfig;
 use crate::update::metrics::UpdaterMetrics;
 use crate::update::priority::PriorityConfig;
-use crate::update::{plan_pass, Action, Memory, PodPlan, UpdateConfig, Workloads};
+use crate::update::{plan_pass, Memory, PodPlan, UpdateConfig, Workloads};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 use std::io::Write;
@@ -31,21 +31,26 @@ pub struct UpdateArgs {
     /// Output of `--plan`.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Output,
+    /// With `--plan`: exit 1 when the pass would resize or evict a pod, 0
+    /// when it would not, as `git diff --exit-code`; without it, 0 either
+    /// way. Deferred pods are not actions.
+    #[arg(long, requires = "plan")]
+    pub exit_code: bool,
     /// How often a pass runs.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub updater_interval: Duration,
     /// A DaemonSet with fewer live pods is never disrupted.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = flags::count, allow_negative_numbers = true)]
     pub min_replicas: usize,
     /// The fraction of a DaemonSet's pods that may be disrupted at once;
     /// pods that are not Ready count as disrupted.
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = 0.5, value_parser = flags::fraction, allow_negative_numbers = true)]
     pub eviction_tolerance: f64,
     /// Evictions per second (0 or less: no limit).
-    #[arg(long, default_value_t = -1.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = -1.0, value_parser = flags::finite, allow_negative_numbers = true)]
     pub eviction_rate_limit: f64,
     /// Evictions allowed at once above the rate.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = flags::count_u32, allow_negative_numbers = true)]
     pub eviction_rate_burst: u32,
     /// Resize in place without counting against --eviction-tolerance when
     /// every container may be resized without a restart.
@@ -53,7 +58,7 @@ pub struct UpdateArgs {
     pub in_place_skip_disruption_budget: bool,
     /// A pod within its recommendation is updated only when the change is
     /// at least this (upstream's resource diff).
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, value_parser = flags::positive, allow_negative_numbers = true)]
     pub pod_update_threshold: f64,
     /// ...and only when it is older than this.
     #[arg(long, default_value = "12h", value_parser = parse_duration)]
@@ -73,7 +78,7 @@ pub struct UpdateArgs {
     #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
     pub admission_controller_status_lease_namespace: String,
     /// How old the webhook's last renewal may be.
-    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub admission_controller_status_lease_timeout: Duration,
     /// As the webhook's flag: what a pod gets when its group is missing.
     #[arg(long, value_enum, default_value = "aggregate")]
@@ -88,7 +93,7 @@ pub struct UpdateArgs {
     #[arg(long, default_value = "nodescope-updater")]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8943")]
@@ -166,8 +171,8 @@ pub fn plan_objects(
     ))
 }
 
-/// `update --plan --store file:DIR`: prints the plan; exit 0, or 2 on bad
-/// input.
+/// `update --plan --store file:DIR`: prints the plan; exit 0 (or, with
+/// `--exit-code`, 1 when it acts), or 2 on bad input.
 ///
 /// # Errors
 /// Unreadable input, with the file or object and why.
@@ -186,7 +191,17 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
     let objects = objects.into_iter().map(|d| d.value).collect();
     let plans = plan_objects(objects, &args.config(), true, now)?;
     render(&plans, args.output, out).map_err(|e| e.to_string())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(plan_code(args, &plans))
+}
+
+/// The exit status of `--plan`: with `--exit-code`, 1 when some pod would
+/// be resized or evicted.
+fn plan_code(args: &UpdateArgs, plans: &[PodPlan]) -> ExitCode {
+    if args.exit_code && plans.iter().any(|p| p.action.acts()) {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Writes the plan as a table, JSON (`{"items": [...]}`) or YAML.
@@ -249,7 +264,7 @@ fn change(p: &PodPlan) -> String {
         }
         parts.push(text);
     }
-    if parts.is_empty() || p.action == Action::None {
+    if parts.is_empty() || !p.action.acts() {
         "-".into()
     } else {
         parts.join("; ")
@@ -268,6 +283,16 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             args.store
         ));
     }
+    // Checked before connecting, as every flag is.
+    let report = if args.plan {
+        None
+    } else {
+        args.report.config(
+            "updater",
+            &super::report_flags::instance(&args.instance, "nodescope-updater"),
+            &["vpa-node-scope"],
+        )?
+    };
     let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
     // A PodDisruptionBudget refuses an eviction with 429 and Retry-After;
     // the client's default retry would wait on it for minutes, holding the
@@ -288,15 +313,9 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         let now = k8s_openapi::jiff::Timestamp::now().as_second();
         let plans = plan_objects(objects, &args.config(), fresh, now)?;
         render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(plan_code(args, &plans));
     }
-    let reports = args
-        .report
-        .config(
-            "updater",
-            &super::report_flags::instance(&args.instance, "nodescope-updater"),
-            &["vpa-node-scope"],
-        )?
+    let reports = report
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
     let metrics = UpdaterMetrics::new();

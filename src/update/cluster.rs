@@ -139,8 +139,13 @@ pub async fn run(
         let planned = started.elapsed().as_secs_f64();
         metrics.step("plan", planned);
         let count = |a: Action| plans.iter().filter(|p| p.action == a).count();
-        metrics.pass(plans.len(), count(Action::Resize), count(Action::Evict));
-        for plan in plans.iter().filter(|p| p.action != Action::None) {
+        metrics.pass(
+            plans.len(),
+            count(Action::Resize),
+            count(Action::Evict),
+            count(Action::Deferred),
+        );
+        for plan in plans.iter().filter(|p| p.action.acts()) {
             if !*leading.borrow() {
                 break;
             }
@@ -220,7 +225,8 @@ async fn act(
         ..ObjectReference::default()
     };
     match plan.action {
-        Action::None => {}
+        // Held back or nothing to do: this pass leaves the pod alone.
+        Action::None | Action::Deferred => {}
         Action::Resize => {
             let body = resize::resize_patch(&plan.ops, &plan.resource_version);
             match resize::resize(client, &plan.namespace, &plan.pod, &body).await {

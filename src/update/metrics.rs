@@ -35,6 +35,7 @@ pub struct UpdaterMetrics {
     controlled: Gauge,
     in_place_updatable: Gauge,
     evictable: Gauge,
+    deferred: Gauge,
     in_place_updated: Counter,
     evicted: Counter,
     failed_in_place: Family<ReasonLabel, Counter>,
@@ -61,6 +62,7 @@ impl UpdaterMetrics {
             controlled: Gauge::default(),
             in_place_updatable: Gauge::default(),
             evictable: Gauge::default(),
+            deferred: Gauge::default(),
             in_place_updated: Counter::default(),
             evicted: Counter::default(),
             failed_in_place: Family::default(),
@@ -101,6 +103,11 @@ impl UpdaterMetrics {
             "nodescope_updater_evictable_pods",
             "Pods the last pass would evict",
             m.evictable.clone(),
+        );
+        registry.register(
+            "nodescope_updater_deferred_pods",
+            "Pods the last pass would change but held back (plan action deferred)",
+            m.deferred.clone(),
         );
         registry.register(
             "nodescope_updater_in_place_updated_pods",
@@ -145,11 +152,12 @@ impl UpdaterMetrics {
     }
 
     /// What the last pass found.
-    pub fn pass(&self, controlled: usize, resizable: usize, evictable: usize) {
+    pub fn pass(&self, controlled: usize, resizable: usize, evictable: usize, deferred: usize) {
         let g = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
         self.controlled.set(g(controlled));
         self.in_place_updatable.set(g(resizable));
         self.evictable.set(g(evictable));
+        self.deferred.set(g(deferred));
     }
 
     /// One resize accepted.
@@ -223,6 +231,7 @@ mod tests {
             "nodescope_updater_controlled_pods 0",
             "nodescope_updater_in_place_updatable_pods 0",
             "nodescope_updater_evictable_pods 0",
+            "nodescope_updater_deferred_pods 0",
             "nodescope_updater_in_place_updated_pods_total 0",
             "nodescope_updater_evicted_pods_total 0",
             "nodescope_updater_failed_in_place_update_attempts_total{reason=\"Infeasible\"} 0",

@@ -60,13 +60,20 @@ impl Default for UpdateConfig {
     }
 }
 
-/// What one pass does to one pod.
+/// What one pass does to one pod. `deferred` and `none` both leave the pod
+/// alone this pass; a script tells them apart without reading the reason:
+/// a deferred pod is one the updater would change and holds back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
-    /// Nothing (the reason says why).
+    /// Nothing to do: at its recommendation, a change too small, or a pod
+    /// the updater never changes (the reason says which).
     #[default]
     None,
+    /// Not at its recommendation, but held back this pass: the eviction
+    /// tolerance, --min-replicas, its age, a resize still pending, a stale
+    /// webhook Lease, or a node the store does not know yet.
+    Deferred,
     /// PATCH `pods/resize`.
     Resize,
     /// POST `pods/eviction`.
@@ -79,9 +86,16 @@ impl Action {
     pub fn as_str(self) -> &'static str {
         match self {
             Action::None => "none",
+            Action::Deferred => "deferred",
             Action::Resize => "resize",
             Action::Evict => "evict",
         }
+    }
+
+    /// Whether the pass writes to the pod (a resize or an eviction).
+    #[must_use]
+    pub fn acts(self) -> bool {
+        matches!(self, Action::Resize | Action::Evict)
     }
 }
 
@@ -102,7 +116,7 @@ pub struct ContainerChange {
     /// What it runs with: the actuated resources the kubelet reports, else
     /// the spec.
     pub current: Resources,
-    /// What it should have; only when the action is not `none`.
+    /// What it should have; only when the action is `resize` or `evict`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub desired: Option<Resources>,
 }

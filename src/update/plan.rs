@@ -2,7 +2,7 @@
 //! Pure: a function of the store snapshot, the workloads, the
 //! configuration, what earlier passes saw ([`Memory`]) and the time.
 
-use super::priority::{self, admit, has_lower_resource, PodPriority, Recommended};
+use super::priority::{self, admit, has_lower_resource, NotUpdated, PodPriority, Recommended};
 use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecision};
 use super::workloads::{DaemonSetInfo, Workloads};
 use super::{Action, PodPlan, UpdateConfig};
@@ -10,7 +10,10 @@ use crate::mutate::pod::PodView;
 use crate::mutate::{resize_ops, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::pods::{PodPhase, RunningPod};
 use crate::store::Snapshot;
-use crate::vpa::{ContainerMode, NodeLabels, ResourceList, UpdateMode, VpaPolicy, SCOPE_FEATURE};
+use crate::vpa::{
+    ContainerMode, NodeLabels, Placement, ResourceList, UpdateMode, VpaPolicy, SCOPE_FEATURE,
+};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 /// What the updater remembers between passes.
@@ -72,7 +75,7 @@ pub fn plan_pass(
 /// pods that change (as the JSON promises), and is dropped as soon as the
 /// plan is decided, so that a pass over every pod holds it only for those.
 fn push(out: &mut Vec<PodPlan>, mut plan: PodPlan) {
-    if plan.action == Action::None {
+    if !plan.action.acts() {
         for c in &mut plan.containers {
             c.desired = None;
         }
@@ -114,24 +117,37 @@ impl Group<'_> {
         for &pod in pods {
             // Parsed once for the whole pass over this pod.
             let view = pod.view();
-            let mut plan = self.sized(pod, &view);
+            let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
+            let mut plan = self.sized(pod, &view, placement);
             let skip = if let Some(state) = gate {
-                Some(format!(
-                    "feature {}/{} is {state}",
-                    SCOPE_FEATURE.0, SCOPE_FEATURE.1
+                Some((
+                    Action::None,
+                    format!("feature {}/{} is {state}", SCOPE_FEATURE.0, SCOPE_FEATURE.1),
                 ))
             } else if matches!(mode, UpdateMode::Off | UpdateMode::Initial) {
-                Some(format!("updateMode {mode:?} never changes a running pod"))
+                Some((
+                    Action::None,
+                    format!("updateMode {mode:?} never changes a running pod"),
+                ))
             } else if pod.balloon {
-                Some("a balloon pod: only the balloon controller resizes it".into())
+                Some((
+                    Action::None,
+                    "a balloon pod: only the balloon controller resizes it".into(),
+                ))
             } else if pod.terminating {
-                Some("terminating".into())
+                Some((Action::None, "terminating".into()))
             } else if pod.node.is_none() {
-                Some("not bound to a node yet".into())
+                Some((Action::None, "not bound to a node yet".into()))
+            } else if let Placement::UnknownNode { node } = placement {
+                // Its group depends on a label of a Node the store does not
+                // have (not listed yet, or left out of a dump): moving it to
+                // the VPA-wide value now could undo its group's, so wait.
+                Some((Action::Deferred, self.unknown_node(node)))
             } else {
                 None
             };
-            if let Some(reason) = skip {
+            if let Some((action, reason)) = skip {
+                plan.0.action = action;
                 plan.0.reason = reason.into();
                 push(out, plan.0);
                 continue;
@@ -165,8 +181,9 @@ impl Group<'_> {
                     priority,
                     quick_oom,
                 }),
-                Err(reason) => {
-                    plan.reason = reason.into();
+                Err((action, reason)) => {
+                    plan.action = action;
+                    plan.reason = reason;
                     push(out, plan);
                 }
             }
@@ -209,6 +226,7 @@ impl Group<'_> {
         );
         let Some(mut stats) = stats else {
             for mut c in candidates {
+                c.plan.action = Action::Deferred;
                 c.plan.reason = format!(
                     "{} live pods, fewer than --min-replicas {}",
                     live, self.config.min_replicas
@@ -241,6 +259,7 @@ impl Group<'_> {
             let why = Why {
                 priority: &priority,
                 quick_oom,
+                threshold: self.config.priority.min_change_priority,
             };
             let decision = if in_place {
                 if pod.phase == PodPhase::Pending {
@@ -264,6 +283,7 @@ impl Group<'_> {
                 InPlaceDecision::Approved | InPlaceDecision::Infeasible => {
                     let ops = resize_ops(&view, &sizing);
                     if ops.is_empty() {
+                        plan.action = Action::Deferred;
                         plan.reason = match &pod.resize {
                             crate::pods::ResizeStatus::Infeasible(m) => format!(
                                 "resize infeasible ({m}); waiting for a lower recommendation"
@@ -287,6 +307,7 @@ impl Group<'_> {
                     };
                 }
                 InPlaceDecision::Evict => {
+                    plan.action = Action::Deferred;
                     plan.reason = format!(
                         "{why}, but nodescope's webhook has not renewed its status Lease: no eviction, \
                          since the pod would come back without its group"
@@ -294,26 +315,28 @@ impl Group<'_> {
                     .into();
                 }
                 InPlaceDecision::Deferred => {
+                    plan.action = Action::Deferred;
                     plan.reason = match &pod.resize {
                         crate::pods::ResizeStatus::None if pod.phase == PodPhase::Pending => {
                             "pending: resized once running".into()
                         }
                         crate::pods::ResizeStatus::None => format!(
-                            "{why}; deferred: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
+                            "{why}; held back: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
                             stats.eviction_tolerance.max(1), stats.configured
                         ).into(),
                         status => format!("resize {}: waiting", status_words(status)).into(),
                     };
                 }
             }
-            if plan.action != Action::None {
+            if plan.action.acts() {
                 desired::fill(&mut plan, pod, &sizing);
             }
             push(out, plan);
         }
     }
 
-    /// Upstream's `AddPod` for one pod: its priority, or why it is left.
+    /// Upstream's `AddPod` for one pod: its priority, or what to do instead
+    /// and why (held back for now, or nothing to do).
     fn prioritize(
         &self,
         pod: &RunningPod,
@@ -321,7 +344,7 @@ impl Group<'_> {
         sizing: &Sizing,
         plan: &mut PodPlan,
         memory: &Memory,
-    ) -> Result<(PodPriority, bool), String> {
+    ) -> Result<(PodPriority, bool), (Action, Cow<'static, str>)> {
         let observed: Option<Vec<&str>> = view
             .annotation(OBSERVED_CONTAINERS_ANNOTATION)
             .map(|o| o.split(", ").filter(|s| !s.is_empty()).collect());
@@ -366,14 +389,29 @@ impl Group<'_> {
             self.now,
             &self.config.priority,
         )
-        .map_err(|n| n.reason().to_owned())?;
+        .map_err(|n| match n {
+            NotUpdated::DiffTooLow => (
+                Action::None,
+                format!(
+                    "the summed relative difference of its requests from the recommendation \
+                     (upstream's resource diff) is {:.2}, below --pod-update-threshold {:.2}",
+                    prio.resource_diff, self.config.priority.min_change_priority
+                )
+                .into(),
+            ),
+            NotUpdated::NoChange => (Action::None, n.reason().into()),
+            NotUpdated::NoStartTime | NotUpdated::ShortLived => {
+                (Action::Deferred, n.reason().into())
+            }
+        })?;
         if self.vpa.update_mode == UpdateMode::InPlace {
             if let Some(last) = memory.infeasible.get(&*pod.uid) {
                 desired::fill(plan, pod, sizing);
                 if !has_lower_resource(last, &requested(plan)) {
-                    return Err(
+                    return Err((
+                        Action::Deferred,
                         "its last resize was infeasible and the recommendation asks no less".into(),
-                    );
+                    ));
                 }
             }
         }
@@ -394,48 +432,12 @@ pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
         .collect()
 }
 
-/// Why a pod is a candidate, in words; formatted only into the reason it
-/// ends in (a pass makes tens of thousands).
-struct Why<'p> {
-    priority: &'p PodPriority,
-    quick_oom: bool,
-}
-
-impl std::fmt::Display for Why<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let change = self.priority.resource_diff;
-        if self.quick_oom {
-            write!(
-                f,
-                "a container was OOM-killed soon after it started (change {change:.2})"
-            )
-        } else if self.priority.outside_recommended_range {
-            write!(f, "outside its recommended range (change {change:.2})")
-        } else {
-            let side = if self.priority.scale_up {
-                "below"
-            } else {
-                "above"
-            };
-            write!(f, "{side} its recommendation by {change:.2}")
-        }
-    }
-}
-
-fn status_words(status: &crate::pods::ResizeStatus) -> String {
-    use crate::pods::ResizeStatus as S;
-    match status {
-        S::None => "none".into(),
-        S::Deferred(m) => format!("deferred ({m})"),
-        S::Infeasible(m) => format!("infeasible ({m})"),
-        S::InProgress => "in progress".into(),
-        S::Error(m) => format!("failed ({m})"),
-        S::Unknown(r) => format!("in an unknown state ({r})"),
-    }
-}
-
 #[path = "plan_desired.rs"]
 mod desired;
+
+#[path = "plan_words.rs"]
+mod words;
+use words::{status_words, Why};
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]

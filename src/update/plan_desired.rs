@@ -15,9 +15,13 @@ impl Group<'_> {
     /// the sizing: what the webhook would give it now. The desired
     /// resources and the resize body are left to [`fill`] and
     /// [`resize_ops`], for the few plans that act on them.
-    pub(super) fn sized(&self, pod: &RunningPod, actual: &PodView<'_>) -> (PodPlan, Sizing) {
+    pub(super) fn sized(
+        &self,
+        pod: &RunningPod,
+        actual: &PodView<'_>,
+        placement: Placement<'_>,
+    ) -> (PodPlan, Sizing) {
         let creation = self.creation_view(pod);
-        let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
         let sizing = size_pod_marked(
             creation.as_ref().unwrap_or(actual),
             pod.originals(),

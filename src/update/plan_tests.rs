@@ -7,6 +7,11 @@ use serde_json::{json, Value};
 
 const NOW: i64 = 1_795_000_000;
 
+/// The reason of a pod at 100m whose group asks 500m.
+const BELOW_BY_4: &str = "below its recommendation: the summed relative difference of its \
+    requests from the recommendation (upstream's resource diff) is 4.00, at least \
+    --pod-update-threshold 0.10";
+
 fn vpa(mode: &str, groups: Value) -> Value {
     json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
         "metadata": {"name": "agent", "namespace": "ns", "creationTimestamp": "2026-11-01T00:00:00Z"},
@@ -34,17 +39,23 @@ fn pod(name: &str, node: &str, extra: Value) -> Value {
 }
 
 fn pass(objects: Vec<Value>) -> Vec<(String, Action, String)> {
+    pass_with(
+        objects,
+        &UpdateConfig {
+            min_replicas: 1,
+            eviction_tolerance: 1.0,
+            ..UpdateConfig::default()
+        },
+    )
+}
+
+fn pass_with(objects: Vec<Value>, config: &UpdateConfig) -> Vec<(String, Action, String)> {
     let (workloads, rest) = Workloads::split(objects).unwrap_or_else(|e| panic!("{e:?}"));
     let snapshot = Snapshot::build(rest);
-    let config = UpdateConfig {
-        min_replicas: 1,
-        eviction_tolerance: 1.0,
-        ..UpdateConfig::default()
-    };
     let mut plans: Vec<_> = plan_pass(
         &snapshot,
         &workloads,
-        &config,
+        config,
         &mut Memory::default(),
         true,
         NOW,
@@ -79,7 +90,7 @@ fn pods_it_never_touches() {
     assert_eq!(
         plans,
         vec![
-            ("a-ok".into(), Action::Resize, "below its recommendation by 4.00".into()),
+            ("a-ok".into(), Action::Resize, BELOW_BY_4.into()),
             ("b-balloon".into(), Action::None, "a balloon pod: only the balloon controller resizes it".into()),
             ("c-terminating".into(), Action::None, "terminating".into()),
             (
@@ -148,10 +159,164 @@ fn recreate_evicts_and_a_stale_webhook_stops_it() {
         false,
         NOW,
     );
-    assert_eq!(plans[0].action, Action::None);
+    assert_eq!(plans[0].action, Action::Deferred);
     assert_eq!(
         plans[0].reason,
-        "below its recommendation by 4.00, but nodescope's webhook has not renewed its status Lease: \
-         no eviction, since the pod would come back without its group"
+        format!(
+            "{BELOW_BY_4}, but nodescope's webhook has not renewed its status Lease: \
+             no eviction, since the pod would come back without its group"
+        )
+    );
+}
+
+fn zone_vpa() -> Value {
+    let mut v = vpa(
+        "InPlaceOrRecreate",
+        json!([{"scopeValue": "za", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "100m"}}]}]),
+    );
+    v["spec"]["scope"] = "topology.kubernetes.io/zone".into();
+    v["status"]["recommendation"] =
+        json!({"containerRecommendations": [{"containerName": "c", "target": {"cpu": "500m"}}]});
+    v
+}
+
+fn node(name: &str, zone: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}})
+}
+
+#[test]
+fn a_pod_whose_node_the_store_does_not_know_waits_instead_of_taking_the_vpa_wide_value() {
+    let plans = pass(vec![
+        zone_vpa(),
+        node("n1", "za"),
+        pod("a-known", "n1", json!({})),
+        pod("b-unknown", "n9", json!({})),
+    ]);
+    assert_eq!(
+        plans,
+        vec![
+            (
+                "a-known".into(),
+                Action::None,
+                "at its recommendation".into()
+            ),
+            (
+                "b-unknown".into(),
+                Action::Deferred,
+                "node \"n9\" is not known (no such Node in the store), so its \
+                 topology.kubernetes.io/zone label is unknown: waiting until it is rather than \
+                 moving the pod to the VerticalPodAutoscaler-wide recommendation"
+                    .into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn pods_held_back_are_deferred_and_pods_with_nothing_to_do_are_none() {
+    let objects = |extra: Value| {
+        vec![
+            vpa("Recreate", json!([group("n1"), group("n2")])),
+            pod("a", "n1", extra.clone()),
+            pod("b", "n2", extra),
+        ]
+    };
+    // Two pods, one may be disrupted at once: the second waits its turn.
+    let tolerance = UpdateConfig {
+        min_replicas: 1,
+        eviction_tolerance: 0.5,
+        ..UpdateConfig::default()
+    };
+    let plans = pass_with(objects(json!({})), &tolerance);
+    assert_eq!(plans[0].1, Action::Evict);
+    assert_eq!(
+        plans[1],
+        (
+            "b".into(),
+            Action::Deferred,
+            format!(
+                "{BELOW_BY_4}; held back: 1 of 2 pods may be disrupted at once \
+                 (--eviction-tolerance) and that many already are"
+            )
+        )
+    );
+    let few = UpdateConfig {
+        min_replicas: 3,
+        ..UpdateConfig::default()
+    };
+    let plans = pass_with(objects(json!({})), &few);
+    assert_eq!(
+        plans[0],
+        (
+            "a".into(),
+            Action::Deferred,
+            "2 live pods, fewer than --min-replicas 3".into()
+        )
+    );
+    // Within its recommended range and too young: deferred until older;
+    // a change below the threshold: nothing to do.
+    let mut young = objects(json!({}));
+    young[0]["status"]["recommendationGroups"] = json!([
+        {"scopeValue": "n1", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "500m"}}]},
+        {"scopeValue": "n2", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "105m"}}]},
+    ]);
+    young[1]["status"]["startTime"] = "2026-11-18T00:00:00Z".into();
+    young[2]["status"]["startTime"] = "2026-11-01T00:00:00Z".into();
+    let plans = pass(young);
+    assert_eq!(
+        plans,
+        vec![
+            (
+                "a".into(),
+                Action::Deferred,
+                "within its recommendation and younger than \
+                 --in-recommendation-bounds-eviction-lifetime-threshold"
+                    .into()
+            ),
+            (
+                "b".into(),
+                Action::None,
+                "the summed relative difference of its requests from the recommendation \
+                 (upstream's resource diff) is 0.05, below --pod-update-threshold 0.10"
+                    .into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_deferred_plan_carries_nothing_to_write_and_is_not_an_action() {
+    let (workloads, rest) = Workloads::split(vec![
+        vpa("Recreate", json!([group("n1")])),
+        pod("a", "n1", json!({})),
+    ])
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let snapshot = Snapshot::build(rest);
+    let config = UpdateConfig {
+        min_replicas: 1,
+        ..UpdateConfig::default()
+    };
+    // A stale webhook Lease holds the eviction back.
+    let plans = plan_pass(
+        &snapshot,
+        &workloads,
+        &config,
+        &mut Memory::default(),
+        false,
+        NOW,
+    );
+    assert_eq!(plans[0].action, Action::Deferred);
+    assert!(plans[0].ops.is_empty());
+    assert_eq!(plans[0].containers[0].desired, None);
+    assert_eq!(
+        [
+            Action::None,
+            Action::Deferred,
+            Action::Resize,
+            Action::Evict
+        ]
+        .map(Action::acts),
+        [false, false, true, true]
     );
 }

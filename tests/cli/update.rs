@@ -1,7 +1,9 @@
 //! `nodescope update --plan` offline: the plan on `examples/update` in
-//! every format, and the exit codes of bad input.
+//! every format, the exit codes of `--exit-code` and of bad input, and the
+//! range of every numeric and duration flag (all commands), refused when
+//! parsed.
 
-use super::{golden, nodescope, root};
+use super::{assert_exit, command, golden, nodescope, root, stderr, stdout};
 
 #[test]
 fn the_plan_on_the_example() {
@@ -39,7 +41,7 @@ fn the_plan_on_the_example() {
     let items = plan["items"].as_array().expect("items");
     assert_eq!(items.len(), 4);
     for item in items {
-        let changes = item["action"] != "none";
+        let changes = item["action"] == "resize" || item["action"] == "evict";
         assert_eq!(
             item["containers"][0].get("desired").is_some(),
             changes,
@@ -70,4 +72,141 @@ fn bad_input_exits_2_and_names_the_object() {
         "nodescope: update: offline (--store file:), only --plan runs: a pass needs a cluster to act on\n"
     );
     let _ = root();
+}
+
+/// examples/update without its Nodes, as a dump that left them out.
+fn dump_without_nodes() -> (tempfile::TempDir, String) {
+    let text = std::fs::read_to_string(root().join("examples/update/cluster.yaml")).expect("read");
+    let kept: Vec<&str> = text
+        .split("\n---\n")
+        .filter(|d| !d.contains("\nkind: Node\n"))
+        .collect();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("cluster.yaml"), kept.join("\n---\n")).expect("write");
+    let store = format!("file:{}", dir.path().display());
+    (dir, store)
+}
+
+#[test]
+fn a_plan_on_a_dump_without_nodes_defers_every_pod_instead_of_moving_it_to_the_vpa_wide_value() {
+    let (_dir, store) = dump_without_nodes();
+    let output = nodescope(&["update", "--plan", "--store", &store, "-o", "json"]);
+    assert_exit(&output, 0);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
+    let items = plan["items"].as_array().expect("items");
+    assert_eq!(items.len(), 4);
+    for item in items {
+        let node = item["node"].as_str().expect("a node");
+        assert_eq!(item["action"], "deferred", "{item}");
+        assert_eq!(
+            item["reason"],
+            format!(
+                "node {node:?} is not known (no such Node in the store), so its \
+                 topology.kubernetes.io/zone label is unknown: waiting until it is rather than \
+                 moving the pod to the VerticalPodAutoscaler-wide recommendation"
+            )
+        );
+        assert_eq!(item["containers"][0].get("desired"), None, "{item}");
+    }
+}
+
+#[test]
+fn exit_code_tells_a_plan_that_resizes_or_evicts_from_one_that_does_not() {
+    let plan = |store: &str, extra: &[&str]| {
+        let mut args = vec!["update", "--plan", "--store", store];
+        args.extend_from_slice(extra);
+        nodescope(&args)
+    };
+    // examples/update resizes agent-a and agent-x.
+    assert_exit(&plan("file:examples/update", &["--exit-code"]), 1);
+    assert_exit(&plan("file:examples/update", &[]), 0);
+    // Deferred pods are not actions.
+    let (_dir, store) = dump_without_nodes();
+    assert_exit(&plan(&store, &["--exit-code"]), 0);
+    let output = nodescope(&["update", "--exit-code"]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output)
+            .starts_with("error: the following required arguments were not provided:\n  --plan\n"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn go_durations_are_taken_as_upstreams_flags_take_them() {
+    let plan = |lifetime: &str| {
+        let output = nodescope(&[
+            "update",
+            "--plan",
+            "--store",
+            "file:examples/update",
+            "--in-recommendation-bounds-eviction-lifetime-threshold",
+            lifetime,
+        ]);
+        assert_exit(&output, 0);
+        stdout(&output)
+    };
+    let default = plan("12h");
+    for same in ["12h0m0s", "11h60m", "0.5h11h30m", "720m"] {
+        assert_eq!(plan(same), default, "{same}");
+    }
+}
+
+#[test]
+fn numeric_and_duration_flags_outside_their_range_are_refused_before_connecting() {
+    let cases: &[(&[&str], &str, &str, &str)] = &[
+        (&["update"], "--pod-update-threshold", "-1", "expected a finite number > 0, not \"-1\""),
+        (&["update"], "--pod-update-threshold", "0", "expected a finite number > 0, not \"0\""),
+        (&["update"], "--pod-update-threshold", "NaN", "expected a finite number > 0, not \"NaN\""),
+        (&["update"], "--eviction-tolerance", "-1", "expected a fraction in (0, 1], not \"-1\""),
+        (&["update"], "--eviction-tolerance", "NaN", "expected a fraction in (0, 1], not \"NaN\""),
+        (&["update"], "--eviction-tolerance", "1.5", "expected a fraction in (0, 1], not \"1.5\""),
+        (&["update"], "--updater-interval", "0s", "\"0s\": the interval must be longer than 0 (such as 10s)"),
+        (&["update"], "--min-replicas", "-1", "expected a whole number >= 1, not \"-1\""),
+        (&["update"], "--lease-duration", "1s", "\"1s\": a Lease duration is whole seconds, at least 2s (such as 15s)"),
+        (&["update"], "--eviction-rate-limit", "NaN", "expected a finite number, not \"NaN\""),
+        (&["recommend"], "--recommender-interval", "0s", "\"0s\": the interval must be longer than 0 (such as 10s)"),
+        (&["recommend"], "--target-cpu-percentile", "90", "expected a percentile in [0, 1], not \"90\""),
+        (&["recommend"], "--lease-duration", "1s", "\"1s\": a Lease duration is whole seconds, at least 2s (such as 15s)"),
+        (&["balloon", "controller"], "--interval", "0s", "\"0s\": the interval must be longer than 0 (such as 10s)"),
+        (&["balloon", "controller"], "--lease-duration", "2500ms", "\"2500ms\": a Lease duration is whole seconds, at least 2s (such as 15s)"),
+        (&["features", "controller"], "--lease-duration", "1s", "\"1s\": a Lease duration is whole seconds, at least 2s (such as 15s)"),
+        (&["features", "controller"], "--period", "0s", "\"0s\": the interval must be longer than 0 (such as 10s)"),
+        (&["serve", "--demo"], "--reload-interval", "0", "expected a whole number of seconds >= 1, not \"0\""),
+        (&["serve", "--demo"], "--idle-timeout", "-5", "expected a whole number of seconds >= 1, not \"-5\""),
+        (&["update"], "--updater-interval", "7", "\"7\" has a number without a unit: write 7s for seconds (such as 30s, 1.5m, 1h30m or 12h0m0s (units ns, us, ms, s, m, h))"),
+    ];
+    // Checked together, so after parsing; still before connecting.
+    let output = command(&["update", "--report-heartbeat=60s", "--report-expiry=90s"])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("the binary runs");
+    assert_exit(&output, 2);
+    assert_eq!(
+        stderr(&output),
+        "nodescope: update: --report-expiry 90s must be at least twice --report-heartbeat 60s, \
+         so that one lost write does not expire a live instance\n"
+    );
+    for (subcommand, flag, value, why) in cases {
+        let mut args = subcommand.to_vec();
+        args.extend_from_slice(&[flag, value]);
+        let output = command(&args)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .output()
+            .expect("the binary runs");
+        assert_exit(&output, 2);
+        let name = flag
+            .trim_start_matches("--")
+            .replace('-', "_")
+            .to_uppercase();
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: invalid value '{value}' for '{flag} <{name}>': {why}\n\n\
+                 For more information, try '--help'.\n"
+            ),
+            "{args:?}"
+        );
+    }
 }

@@ -1,0 +1,248 @@
+//! The value parsers of every numeric and duration flag, so that a flag is
+//! range-checked when the command line is parsed (exit 2, before anything
+//! connects) and its message states the range it really takes.
+
+use std::time::Duration;
+
+/// Go's `time.ParseDuration` syntax, as upstream's flags take it: `0`, or
+/// one or more decimal numbers each with a unit (`ns`, `us`/`µs`, `ms`,
+/// `s`, `m`, `h`), such as `30s`, `1.5h`, `1h30m` or `12h0m0s`. Not
+/// negative. Hand-written: humantime also takes `1d`, `2min` and spaces but
+/// refuses `1.5h` and `12h0m0s`, and the one Go port on crates.io
+/// (go-parse-duration 0.1.1) is unmaintained and returns signed nanoseconds.
+///
+/// # Errors
+/// Anything else, saying what is wrong and quoting the text.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    const SYNTAX: &str = "such as 30s, 1.5m, 1h30m or 12h0m0s (units ns, us, ms, s, m, h)";
+    if text.starts_with('-') {
+        return Err(format!("{text:?}: a duration cannot be negative"));
+    }
+    let body = text.strip_prefix('+').unwrap_or(text);
+    if body == "0" {
+        return Ok(Duration::ZERO);
+    }
+    if body.is_empty() {
+        return Err(format!("expected a duration {SYNTAX}"));
+    }
+    let digits_end = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let mut rest = body;
+    let mut total: u128 = 0;
+    while !rest.is_empty() {
+        let (whole, after) = rest.split_at(digits_end(rest));
+        let (fraction, after) = match after.strip_prefix('.') {
+            Some(a) => a.split_at(digits_end(a)),
+            None => ("", after),
+        };
+        if whole.is_empty() && fraction.is_empty() {
+            return Err(format!("{text:?} is not a duration {SYNTAX}"));
+        }
+        let unit_end = after
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_end);
+        let nanos: u128 = match unit {
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "" => {
+                return Err(format!(
+                    "{text:?} has a number without a unit: write {whole}s for seconds ({SYNTAX})"
+                ))
+            }
+            other => {
+                return Err(format!(
+                    "{text:?} has unknown unit {other:?}: a duration is written {SYNTAX}"
+                ))
+            }
+        };
+        let too_long = || format!("{text:?} is longer than a duration can be (about 292 years)");
+        let whole: u128 = if whole.is_empty() {
+            0
+        } else {
+            whole.parse().map_err(|_| too_long())?
+        };
+        // Digits past the 25th cannot change a nanosecond of an hour, and
+        // keep the arithmetic within u128; Go truncates the same way.
+        let fraction = &fraction[..fraction.len().min(25)];
+        let part = if fraction.is_empty() {
+            0
+        } else {
+            let scale = 10u128.pow(u32::try_from(fraction.len()).unwrap_or(25));
+            fraction.parse::<u128>().map_err(|_| too_long())? * nanos / scale
+        };
+        total = whole
+            .checked_mul(nanos)
+            .and_then(|n| n.checked_add(part))
+            .and_then(|n| n.checked_add(total))
+            .filter(|n| *n <= i64::MAX as u128)
+            .ok_or_else(too_long)?;
+        rest = after;
+    }
+    Ok(Duration::from_nanos(
+        u64::try_from(total).unwrap_or(u64::MAX),
+    ))
+}
+
+/// A duration longer than zero: an interval of 0s would spin.
+///
+/// # Errors
+/// As [`parse_duration`], or zero.
+pub fn interval(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err(format!(
+            "{text:?}: the interval must be longer than 0 (such as 10s)"
+        )),
+        d => Ok(d),
+    }
+}
+
+/// A Lease's duration: whole seconds, at least 2s (`leaseDurationSeconds`
+/// is an integer, and the leader renews a third of it, at least a second,
+/// before expiry); checked here so that a wrong one stops the command
+/// before it connects.
+///
+/// # Errors
+/// As [`parse_duration`], or below 2s, or not whole seconds.
+pub fn lease_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_duration(text)?;
+    if d.as_secs() < 2 || d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{text:?}: a Lease duration is whole seconds, at least 2s (such as 15s)"
+        ));
+    }
+    Ok(d)
+}
+
+fn number<T: std::str::FromStr>(
+    text: &str,
+    expected: &str,
+    ok: impl Fn(&T) -> bool,
+) -> Result<T, String> {
+    text.parse::<T>()
+        .ok()
+        .filter(ok)
+        .ok_or_else(|| format!("expected {expected}, not {text:?}"))
+}
+
+/// A fraction in (0, 1] (`--eviction-tolerance`).
+///
+/// # Errors
+/// Anything else, NaN and infinities included.
+pub fn fraction(text: &str) -> Result<f64, String> {
+    number(text, "a fraction in (0, 1]", |v: &f64| {
+        *v > 0.0 && *v <= 1.0
+    })
+}
+
+/// A percentile in [0, 1].
+///
+/// # Errors
+/// Anything else, NaN included.
+pub fn percentile(text: &str) -> Result<f64, String> {
+    number(text, "a percentile in [0, 1]", |v: &f64| {
+        (0.0..=1.0).contains(v)
+    })
+}
+
+/// A finite number above 0 (`--pod-update-threshold`).
+///
+/// # Errors
+/// Zero, a negative number, NaN, an infinity, or not a number.
+pub fn positive(text: &str) -> Result<f64, String> {
+    number(text, "a finite number > 0", |v: &f64| {
+        v.is_finite() && *v > 0.0
+    })
+}
+
+/// A finite number, 0 or more.
+///
+/// # Errors
+/// A negative number, NaN, an infinity, or not a number.
+pub fn non_negative(text: &str) -> Result<f64, String> {
+    number(text, "a finite number >= 0", |v: &f64| {
+        v.is_finite() && *v >= 0.0
+    })
+}
+
+/// Any finite number (`--eviction-rate-limit`, where 0 or less means none).
+///
+/// # Errors
+/// NaN, an infinity, or not a number.
+pub fn finite(text: &str) -> Result<f64, String> {
+    number(text, "a finite number", |v: &f64| v.is_finite())
+}
+
+/// A ratio of at least 1 (`--oom-bump-up-ratio`: memory after an OOM kill
+/// never shrinks).
+///
+/// # Errors
+/// Below 1, NaN, an infinity, or not a number.
+pub fn ratio(text: &str) -> Result<f64, String> {
+    number(text, "a finite number >= 1", |v: &f64| {
+        v.is_finite() && *v >= 1.0
+    })
+}
+
+/// A whole number of 1 or more (`--min-replicas`).
+///
+/// # Errors
+/// Anything else.
+pub fn count(text: &str) -> Result<usize, String> {
+    number(text, "a whole number >= 1", |v: &usize| *v >= 1)
+}
+
+/// A whole number of 1 or more, as `u32`.
+///
+/// # Errors
+/// Anything else.
+pub fn count_u32(text: &str) -> Result<u32, String> {
+    number(text, "a whole number >= 1", |v: &u32| *v >= 1)
+}
+
+/// A whole number of 1 or more, as `u64`.
+///
+/// # Errors
+/// Anything else.
+pub fn count_u64(text: &str) -> Result<u64, String> {
+    number(text, "a whole number >= 1", |v: &u64| *v >= 1)
+}
+
+/// A whole number of 1 or more, as `i64` (upstream's int flags).
+///
+/// # Errors
+/// Anything else.
+pub fn count_i64(text: &str) -> Result<i64, String> {
+    number(text, "a whole number >= 1", |v: &i64| *v >= 1)
+}
+
+/// Whole seconds, 1 or more (serve's timeouts and reload intervals).
+///
+/// # Errors
+/// Anything else.
+pub fn seconds(text: &str) -> Result<u64, String> {
+    number(text, "a whole number of seconds >= 1", |v: &u64| *v >= 1)
+}
+
+/// Whole seconds, 0 or more (`--drain-timeout`: 0 drains nothing).
+///
+/// # Errors
+/// Anything else.
+pub fn seconds_or_zero(text: &str) -> Result<u64, String> {
+    number(text, "a whole number of seconds >= 0", |_: &u64| true)
+}
+
+/// Bytes, 1 or more (`--max-body-bytes`).
+///
+/// # Errors
+/// Anything else.
+pub fn bytes(text: &str) -> Result<usize, String> {
+    number(text, "a whole number of bytes >= 1", |v: &usize| *v >= 1)
+}
+
+#[cfg(test)]
+#[path = "flags_tests.rs"]
+mod tests;
