@@ -10,7 +10,8 @@ use nodescope::metrics::{family_names, FeaturesMetrics, RecommenderMetrics, Webh
 use std::time::Duration;
 
 /// What a fresh `serve` shows: every family whose label set is known.
-const WEBHOOK_AT_START: [&str; 5] = [
+const WEBHOOK_AT_START: [&str; 6] = [
+    "nodescope_admission_unusable_recommendations",
     "nodescope_build_info",
     "nodescope_policy_reloads",
     "nodescope_store_errors",
@@ -23,11 +24,12 @@ const WEBHOOK_AT_START: [&str; 5] = [
 /// What the webhook's registry can export: the status Lease renewals have
 /// series only once `--store kube` starts renewing, so they are registered
 /// but absent from a fresh file-store server's scrape.
-const WEBHOOK_SAMPLES: [&str; 11] = [
+const WEBHOOK_SAMPLES: [&str; 12] = [
     "nodescope_admission_duration_seconds_bucket",
     "nodescope_admission_duration_seconds_count",
     "nodescope_admission_duration_seconds_sum",
     "nodescope_admission_requests_total",
+    "nodescope_admission_unusable_recommendations_total",
     "nodescope_build_info",
     "nodescope_http_responses_total",
     "nodescope_policy_reloads_total",

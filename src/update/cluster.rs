@@ -145,6 +145,7 @@ pub async fn run(
             count(Action::Evict),
             count(Action::Deferred),
         );
+        metrics.unusable(plans.iter().map(|p| p.unusable).sum());
         for plan in plans.iter().filter(|p| p.action.acts()) {
             if !*leading.borrow() {
                 break;

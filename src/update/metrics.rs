@@ -36,6 +36,7 @@ pub struct UpdaterMetrics {
     in_place_updatable: Gauge,
     evictable: Gauge,
     deferred: Gauge,
+    unusable: Gauge,
     in_place_updated: Counter,
     evicted: Counter,
     failed_in_place: Family<ReasonLabel, Counter>,
@@ -63,6 +64,7 @@ impl UpdaterMetrics {
             in_place_updatable: Gauge::default(),
             evictable: Gauge::default(),
             deferred: Gauge::default(),
+            unusable: Gauge::default(),
             in_place_updated: Counter::default(),
             evicted: Counter::default(),
             failed_in_place: Family::default(),
@@ -108,6 +110,11 @@ impl UpdaterMetrics {
             "nodescope_updater_deferred_pods",
             "Pods the last pass would change but held back (plan action deferred)",
             m.deferred.clone(),
+        );
+        registry.register(
+            "nodescope_updater_unusable_recommendations",
+            "Containers the last pass left alone because their recommendation (group or VPA-wide) was negative or unparsable",
+            m.unusable.clone(),
         );
         registry.register(
             "nodescope_updater_in_place_updated_pods",
@@ -158,6 +165,12 @@ impl UpdaterMetrics {
         self.in_place_updatable.set(g(resizable));
         self.evictable.set(g(evictable));
         self.deferred.set(g(deferred));
+    }
+
+    /// Containers of the last pass whose recommendation cannot be applied.
+    pub fn unusable(&self, containers: usize) {
+        self.unusable
+            .set(i64::try_from(containers).unwrap_or(i64::MAX));
     }
 
     /// One resize accepted.
@@ -232,6 +245,7 @@ mod tests {
             "nodescope_updater_in_place_updatable_pods 0",
             "nodescope_updater_evictable_pods 0",
             "nodescope_updater_deferred_pods 0",
+            "nodescope_updater_unusable_recommendations 0",
             "nodescope_updater_in_place_updated_pods_total 0",
             "nodescope_updater_evicted_pods_total 0",
             "nodescope_updater_failed_in_place_update_attempts_total{reason=\"Infeasible\"} 0",

@@ -152,4 +152,8 @@ pub struct PodPlan {
     /// The pod's UID.
     #[serde(skip)]
     pub uid: Arc<str>,
+    /// Containers left alone because their recommendation cannot be
+    /// applied ([`crate::mutate::Sizing::unusable`]), for the metric.
+    #[serde(skip)]
+    pub unusable: usize,
 }

@@ -73,6 +73,7 @@ impl Group<'_> {
             ops: Patch::default(),
             resource_version: pod.resource_version.clone(),
             uid: pod.uid.clone(),
+            unusable: sizing.unusable,
         };
         (plan, sizing)
     }

@@ -210,3 +210,38 @@ fn numeric_and_duration_flags_outside_their_range_are_refused_before_connecting(
         );
     }
 }
+
+/// Issue #30: a group target the VPA CRD's pattern lets through but no pod
+/// can have (`-150m`) is no recommendation: the plan leaves the pods of
+/// that group alone and says why, where main planned `cpu 100m→-1`.
+#[test]
+fn a_negative_group_target_is_planned_as_nothing_to_do_with_the_reason() {
+    let text = std::fs::read_to_string(root().join("examples/update/cluster.yaml")).expect("read");
+    let text = text.replace(
+        "target: {cpu: 600m, memory: 600Mi}",
+        "target: {cpu: \"-150m\", memory: 600Mi}",
+    );
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("cluster.yaml"), text).expect("write");
+    let store = format!("file:{}", dir.path().display());
+    let output = nodescope(&["update", "--plan", "--store", &store, "-o", "json"]);
+    assert_exit(&output, 0);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("json");
+    let za: Vec<&serde_json::Value> = plan["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|p| p["scopeValue"] == "za")
+        .collect();
+    assert!(!za.is_empty(), "{plan}");
+    for item in za {
+        assert_eq!(item["action"], "none", "{item}");
+        assert_eq!(
+            item["reason"],
+            "container \"agent\": its cpu target \"-150m\" is negative in VerticalPodAutoscaler \
+             monitoring/agent, so it has no applicable recommendation; container left unchanged",
+            "{item}"
+        );
+        assert_eq!(item["containers"], serde_json::json!([]), "{item}");
+    }
+}
