@@ -2,17 +2,15 @@
 //! accepted, the CRDs become Established, and the webhook configurations
 //! read back with the settings the manifests give them.
 
-use crate::support::cluster::dry_run_create;
-use crate::support::{eventually, ControlPlane};
+use crate::support::cluster::{self, dry_run_create};
+use crate::support::ControlPlane;
 use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams};
 use nodescope::policy::CrdRules;
 use serde_json::Value;
 use std::path::Path;
-use std::time::Duration;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -39,28 +37,11 @@ pub async fn run(plane: &ControlPlane) {
     assert_eq!(code, 0, "kubectl apply the VPA CRD:\n{out}\n{err}");
 
     let client = plane.client().await;
-    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for name in [
         "features.featureflags.nodescope.dev",
         "verticalpodautoscalers.autoscaling.k8s.io",
     ] {
-        let crds = crds.clone();
-        eventually(
-            &format!("CRD {name} Established"),
-            Duration::from_secs(30),
-            || {
-                let crds = crds.clone();
-                async move {
-                    let crd = crds.get(name).await.ok()?;
-                    crd.status?
-                        .conditions?
-                        .iter()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                        .then_some(())
-                }
-            },
-        )
-        .await;
+        cluster::established(&client, name).await;
     }
     println!("  CRDs Established: features, verticalpodautoscalers");
 

@@ -178,6 +178,7 @@ async fn admitted_cpu(client: &kube::Client, uid: &str) -> String {
 pub async fn run(plane: &ControlPlane) {
     let client = plane.client().await;
     cluster::apply_files(&client, &["manifests/components/vpa-crd/vpa-crd.yaml"]).await;
+    cluster::established(&client, "verticalpodautoscalers.autoscaling.k8s.io").await;
     apply(
         &client,
         &json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}),
@@ -272,6 +273,7 @@ pub async fn run(plane: &ControlPlane) {
     // The Feature CRD arrives: the controller creates the Features, every
     // component finds them and reports.
     cluster::apply_files(&client, &["manifests/base/policies/feature-crd.yaml"]).await;
+    cluster::established(&client, "features.featureflags.nodescope.dev").await;
     for (name, reporters) in [
         (
             "vpa-node-scope",
@@ -335,6 +337,19 @@ pub async fn run(plane: &ControlPlane) {
     }
     drop(server);
     cluster::delete(&client, &config).await;
+    // Later steps count scoped VPAs and look at every Node: leave none of
+    // this step's (without controllers, a deleted Namespace keeps them).
+    cluster::delete(&client, &vpa()).await;
+    // Grace 0: with no kubelet, a bound pod deleted gracefully stays Terminating.
+    let _ = pods
+        .delete(name, &DeleteParams::default().grace_period(0))
+        .await;
+    cluster::delete(&client, &here(daemonset("agent", 1))).await;
+    cluster::delete(
+        &client,
+        &json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE}}),
+    )
+    .await;
     // The later steps install the Feature CRD themselves and expect none of
     // this step's Features.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
@@ -345,6 +360,20 @@ pub async fn run(plane: &ControlPlane) {
             &DeleteParams::default(),
         )
         .await;
+    // ...nor the Events of this step's Features, which later steps count.
+    let events: Api<k8s_openapi::api::core::v1::Event> =
+        Api::namespaced(client.clone(), "kube-system");
+    for event in events
+        .list(&Default::default())
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+    {
+        if event.involved_object.kind.as_deref() == Some("Feature") {
+            let name = event.metadata.name.unwrap_or_default();
+            let _ = events.delete(&name, &DeleteParams::default()).await;
+        }
+    }
     eventually("the Feature CRD is gone", LIMIT, || async {
         crds.get_opt("features.featureflags.nodescope.dev")
             .await

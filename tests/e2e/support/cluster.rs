@@ -164,3 +164,26 @@ pub async fn dry_run_pod(client: &Client, node: &str) -> Pod {
         .await
         .unwrap_or_else(|e| panic!("dry-run pod for {node}: {e}"))
 }
+
+/// Waits until the CRD `name` is Established: before that the apiserver
+/// answers its objects' paths with 404.
+pub async fn established(client: &Client, name: &str) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    super::eventually(
+        &format!("CRD {name} Established"),
+        std::time::Duration::from_secs(30),
+        || {
+            let crds = crds.clone();
+            async move {
+                let crd = crds.get(name).await.ok()?;
+                crd.status?
+                    .conditions?
+                    .iter()
+                    .any(|c| c.type_ == "Established" && c.status == "True")
+                    .then_some(())
+            }
+        },
+    )
+    .await;
+}
