@@ -3,7 +3,7 @@ use crate::features::find_uses;
 use crate::policy::{NoInputs, PolicySet};
 
 fn bundle() -> PolicySet {
-    match crate::cli::bundle::policy_set() {
+    match crate::policy::bundle::policy_set() {
         Ok(set) => set,
         Err(e) => panic!("the shipped bundle loads: {e}"),
     }

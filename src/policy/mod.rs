@@ -8,6 +8,7 @@
 //! implemented by the store snapshot.
 
 mod build;
+pub mod bundle;
 mod compile;
 mod crd_rules;
 mod dispatch;

@@ -129,8 +129,8 @@ pub struct Request {
 pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<Value>), RunError> {
     let Some(path) = path else {
         return Ok((
-            crate::cli::bundle::policy_set()?,
-            crate::cli::bundle::extra_objects(),
+            crate::policy::bundle::policy_set()?,
+            crate::policy::bundle::extra_objects(),
         ));
     };
     let meta = std::fs::metadata(path)
@@ -157,7 +157,7 @@ pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<
         .map_err(sources::manifest_error)?
         .into_iter()
         .map(|d| d.value)
-        .filter(crate::cli::bundle::is_installed_object)
+        .filter(crate::policy::bundle::is_installed_object)
         .collect();
     Ok((set, extras))
 }
