@@ -1,6 +1,7 @@
 use super::*;
 use crate::features::find_uses;
-use crate::policy::{NoInputs, PolicySet};
+use crate::params::NoInputs;
+use crate::policy::PolicySet;
 
 fn bundle() -> PolicySet {
     match crate::policy::bundle::policy_set() {

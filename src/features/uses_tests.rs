@@ -1,5 +1,5 @@
 use super::*;
-use crate::policy::NoInputs;
+use crate::params::NoInputs;
 use serde_json::json;
 
 fn bundle() -> PolicySet {
