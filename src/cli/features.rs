@@ -5,13 +5,13 @@
 //! discovery the controller runs ([`crate::features::find_uses`]) over the
 //! objects given with `-f`.
 
-use super::dry_run::input::{InputError, SourceDocument};
-use super::dry_run::sources::{self, Inputs};
 use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
 use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
+use crate::input::sources::{self, Inputs};
+use crate::input::{InputError, SourceDocument};
 use crate::json::str_at;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;

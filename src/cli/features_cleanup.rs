@@ -3,10 +3,10 @@
 //! ([`crate::features::cleanup`]), and the warning `nodescope features`
 //! prints while objects hold fields that a CRD replacement would prune.
 
-use super::dry_run::input::InputError;
 use super::dry_run::RunError;
 use super::features::{find_feature, load, table, uses_of, write_out, Loaded, Source, UsesFormat};
 use crate::features::cleanup::{self, CleanupPatch};
+use crate::input::InputError;
 use crate::json::str_at;
 use clap::Args;
 use serde_json::json;

@@ -2,8 +2,6 @@
 //! cluster state first, then the requests in batches), each report spooled
 //! as it comes, so memory does not grow with the number of objects.
 
-use super::input::{is_review, InputError, SourceDocument};
-use super::sources::{self, Inputs};
 use super::{
     check_state, is_param_kind, load_policies, locate, requests, spool, Engine, RequestOptions,
     RunError,
@@ -11,6 +9,8 @@ use super::{
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
 use crate::cli::DryRunArgs;
+use crate::input::sources::{self, Inputs};
+use crate::input::{is_review, InputError, SourceDocument};
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
