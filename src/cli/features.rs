@@ -179,6 +179,22 @@ pub(crate) struct Loaded {
     pub(crate) inputs: Snapshot,
 }
 
+/// [`load`] for a command that looks through objects (`uses`, `cleanup`):
+/// offline, Features alone (`--params`) would report nothing in use, which
+/// reads as all clear.
+///
+/// # Errors
+/// `--params` without `-f` (exit 2), and what [`load`] returns.
+pub(crate) fn load_with_objects(source: &Source, command: &str) -> Result<Loaded, RunError> {
+    if source.files.is_empty() && !source.params.is_empty() {
+        return Err(InputError::Usage(format!(
+            "features {command}: no objects to look through: give the cluster's objects with -f (a file, a directory or -); --params gives only the Features and the state the policies read"
+        ))
+        .into());
+    }
+    load(source)
+}
+
 pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     if source.files.is_empty() && source.params.is_empty() {
         return load_cluster(source);
@@ -193,7 +209,10 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     let params = inputs.read("--params", &source.params)?;
     let documents = inputs.read("-f", &source.files)?;
     let mut kinds = Kinds::default();
+    // --params and -f are one cluster: an object is in it once.
+    let mut unique = crate::input::objects::Unique::default();
     for document in params.iter().chain(&documents) {
+        unique.check(&document.value, &document.location)?;
         kinds
             .learn(&document.value)
             .map_err(|why| InputError::document(&document.location, why))?;
@@ -339,7 +358,7 @@ pub(crate) fn find_feature<'l>(
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
-    let loaded = load(&args.source)?;
+    let loaded = load_with_objects(&args.source, "uses")?;
     let feature = find_feature(&loaded, &args.namespace, &args.name)?;
     let uses: Vec<_> = uses_of(&loaded, feature)?
         .into_iter()

@@ -1,7 +1,10 @@
 //! The operator's inputs, read offline: files, directories, kustomizations
 //! and standard input ([`sources`]), parsed into documents that know where
-//! they came from ([`parse`]). Every offline command reads through here.
+//! they came from ([`parse`]); an offline cluster (`--store file:`) read an
+//! object at a time into what each controller keeps ([`cluster`]).
 
+pub mod cluster;
+pub mod objects;
 pub mod parse;
 pub mod sources;
 

@@ -9,6 +9,7 @@ mod bad_input;
 mod balloon;
 mod exclude;
 mod features;
+mod inputs;
 mod kustomize;
 mod suites;
 mod update;

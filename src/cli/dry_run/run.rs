@@ -9,6 +9,7 @@ use super::{
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
 use crate::cli::DryRunArgs;
+use crate::input::objects::Unique;
 use crate::input::sources::{self, Inputs};
 use crate::input::{is_review, InputError, SourceDocument};
 use serde_json::Value;
@@ -81,6 +82,14 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     let mut inputs = Inputs::excluding(&args.exclude)?;
     let params = inputs.read("--params", &args.params)?;
     let recommendations = inputs.read("--recommendations", &args.recommendations)?;
+    // State is given once within a flag (across flags, later wins); -f is
+    // requests, where two versions of an object are two questions.
+    for documents in [&params, &recommendations] {
+        let mut unique = Unique::default();
+        for document in documents {
+            unique.check(&document.value, &document.location)?;
+        }
+    }
     let mut kinds = Kinds::default();
     for document in params.iter().chain(&recommendations) {
         learn(&mut kinds, document)?;
