@@ -12,6 +12,7 @@ use crate::cli::DryRunArgs;
 use crate::input::objects::Unique;
 use crate::input::sources::{self, Inputs};
 use crate::input::{is_review, InputError, SourceDocument};
+use crate::policy::PolicySet;
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
@@ -103,7 +104,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     let mut state_of = |documents: Vec<SourceDocument>, kinds: &mut Kinds| {
         for document in documents {
             learn(kinds, &document)?;
-            if !is_review(&document.value) && is_param_kind(&document.value) {
+            if !is_review(&document.value) && is_state(&policies, &document.value) {
                 located.push(document);
             }
         }
@@ -170,6 +171,16 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether a document of `-f` is also cluster state the run keeps. A
+/// ConfigMap is kept only when a binding could take it as its param:
+/// inputs hold ConfigMaps by the thousand, and the rules read few.
+fn is_state(policies: &PolicySet, value: &Value) -> bool {
+    is_param_kind(value)
+        && (crate::json::str_at(value, "/kind") != "ConfigMap"
+            || crate::json::str_at(value, "/apiVersion") != "v1"
+            || policies.may_take_as_param(value))
 }
 
 /// Colour only on a terminal, and never when `NO_COLOR` is set (to
