@@ -7,6 +7,7 @@ pub mod cluster;
 pub mod objects;
 pub mod parse;
 pub mod sources;
+mod yaml_list;
 
 pub use parse::{
     check_object, is_review, object_problem, parse, parse_in_pieces, InputError, Location,

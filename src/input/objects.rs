@@ -194,18 +194,29 @@ impl Reader {
             message: super::sources::reason(&e),
         })?;
         if complete {
-            for (key, location, kind, converted) in staged {
-                self.record(index, key, &location, kind)?;
-                keep(converted)?;
-            }
-            return Ok(());
+            return self.commit(index, staged, keep);
         }
         drop(staged);
         self.whole(index, file, convert, keep)
     }
 
-    /// YAML, a document at a time from the file; a syntax error is
-    /// reported by the whole-file parse, which places it by line.
+    /// The objects of a file read right, in order.
+    fn commit<T, E: From<InputError>>(
+        &mut self,
+        index: usize,
+        staged: Vec<Staged<T>>,
+        keep: &mut impl FnMut(T) -> Result<(), E>,
+    ) -> Result<(), E> {
+        for (key, location, kind, converted) in staged {
+            self.record(index, key, &location, kind)?;
+            keep(converted)?;
+        }
+        Ok(())
+    }
+
+    /// YAML: one List document (a kubectl dump) item by item, else a
+    /// document at a time from the file; a syntax error is reported by the
+    /// whole-file parse, which places it by line.
     fn yaml<T, E: From<InputError>>(
         &mut self,
         index: usize,
@@ -215,19 +226,36 @@ impl Reader {
         keep: &mut impl FnMut(T) -> Result<(), E>,
     ) -> Result<(), E> {
         let name = self.names[index].clone();
-        let options = serde_saphyr::options! {
-            with_snippet: false,
-            budget: serde_saphyr::budget! {
-                max_documents: 10_000_000,
-                max_nodes: usize::MAX,
-                max_events: usize::MAX,
-                max_reader_input_bytes: None,
+        let mut staged: Vec<Staged<T>> = Vec::new();
+        let mut item = 0;
+        let listed = super::yaml_list::stream_list(
+            BufReader::new(reader),
+            yaml_options(),
+            &mut |value: Value| {
+                item += 1;
+                let location = Location {
+                    source: name.clone(),
+                    document: Some(1),
+                    item: Some(item),
+                    line: None,
+                };
+                let kind = kind_of(&value);
+                let key = Key::of(&value);
+                staged.push((key, location.clone(), kind, convert(value, &location)));
             },
+        );
+        if listed {
+            return self.commit(index, staged, keep);
+        }
+        drop(staged);
+        let unreadable = |e: std::io::Error| InputError::File {
+            path: name.clone(),
+            message: super::sources::reason(&e),
         };
-        let mut reader = BufReader::new(reader);
+        let mut reader = BufReader::new(std::fs::File::open(file).map_err(unreadable)?);
         let documents = serde_saphyr::read_with_options::<_, serde_saphyr::Spanned<Value>>(
             &mut reader,
-            options,
+            yaml_options(),
         );
         let mut number = 0;
         for document in documents {
@@ -380,6 +408,20 @@ fn twice(key: &Key, location: &Location, first: &Location) -> InputError {
             key.words()
         ),
     )
+}
+
+/// Manifests are the user's own files: many documents, no size cap; the
+/// depth limit that protects the stack stays.
+fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        with_snippet: false,
+        budget: serde_saphyr::budget! {
+            max_documents: 10_000_000,
+            max_nodes: usize::MAX,
+            max_events: usize::MAX,
+            max_reader_input_bytes: None,
+        },
+    }
 }
 
 /// The kind, for counting; what has none is counted as such.

@@ -52,23 +52,31 @@ fn kubectls_list_and_the_apis_typed_lists_give_their_items_each_with_its_kind() 
         "c.yaml",
         "kind: DaemonSetList\napiVersion: apps/v1\nitems:\n- metadata: {name: d, namespace: ns}\n",
     );
+    // A list among other documents is read a document at a time.
+    write(
+        dir.path(),
+        "d.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: ns}\n---\nkind: PodList\napiVersion: v1\nitems:\n- metadata: {name: p4, namespace: ns}\n",
+    );
     let (seen, kinds) = read(dir.path()).unwrap_or_else(|e| panic!("{e}"));
     let base = dir.path().display();
     assert_eq!(
         seen,
         [
-            format!("Pod ns/p1 @ {base}/a.yaml: document 1, item 1 (line 1)"),
-            format!("Node /n1 @ {base}/a.yaml: document 1, item 2 (line 1)"),
+            format!("Pod ns/p1 @ {base}/a.yaml: document 1, item 1"),
+            format!("Node /n1 @ {base}/a.yaml: document 1, item 2"),
             format!("Pod ns/p2 @ {base}/b.json: document 1, item 1"),
             format!("Pod ns/p3 @ {base}/b.json: document 1, item 2"),
             format!("ConfigMap ns/c @ {base}/b2.json: document 1, item 1 (line 1)"),
-            format!("DaemonSet ns/d @ {base}/c.yaml: document 1, item 1 (line 1)"),
+            format!("DaemonSet ns/d @ {base}/c.yaml: document 1, item 1"),
+            format!("Namespace /ns @ {base}/d.yaml: document 1 (line 1)"),
+            format!("Pod ns/p4 @ {base}/d.yaml: document 2, item 1 (line 5)"),
         ]
     );
-    assert_eq!(kinds.count("Pod"), 3);
+    assert_eq!(kinds.count("Pod"), 4);
     assert_eq!(
         kinds.found(),
-        "holds only 1 ConfigMap, 1 DaemonSet, 1 Node, 3 Pod"
+        "holds only 1 ConfigMap, 1 DaemonSet, 1 Namespace, 1 Node, 4 Pod"
     );
 }
 
