@@ -9,18 +9,26 @@
 # Prints the inputs' sizes and, per command, the wall time, the exit code
 # and the max RSS that `/usr/bin/time -v` reports. Targets: under 512 MiB
 # for the store, under 256 MiB for the ConfigMaps.
-# Usage: [NODESCOPE=bin] [BEFORE=bin] bench/offline-memory.sh [PODS] [CONFIGMAPS]
+# With STORE_FORMAT=yaml the pods are one YAML `List` document instead, as
+# `kubectl get pods -A -o yaml` writes them (each item in flow style).
+# Usage: [NODESCOPE=bin] [BEFORE=bin] [STORE_FORMAT=json|yaml] bench/offline-memory.sh [PODS] [CONFIGMAPS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pods=${1:-100000}
 configmaps=${2:-70000}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# KEEP=DIR writes the inputs there and leaves them, to run commands by hand.
+if [[ -n ${KEEP:-} ]]; then
+    work=$KEEP
+    mkdir -p "$work"
+else
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+fi
 mkdir -p "$work/store"
 
-python3 - "$work" "$pods" "$configmaps" <<'PY'
+python3 - "$work" "$pods" "$configmaps" "${STORE_FORMAT:-json}" <<'PY'
 import json, sys
-work, pods, configmaps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+work, pods, configmaps, store_format = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 nodes = max(1, pods // 10)
 daemonsets = 10
 tolerations = [{"effect": e, "key": k, "operator": "Exists"} for k, e in [
@@ -66,7 +74,14 @@ def pod(i):
                 "image": "registry.example/agent:1.2.3", "imageID": "registry.example/agent@sha256:" + "0" * 64,
                 "containerID": "containerd://" + f"{i:064d}", "resources": res,
                 "state": {"running": {"startedAt": "2026-11-01T00:00:11Z"}}}]}}
-with open(f"{work}/store/pods.json", "w") as out:
+if store_format == "yaml":
+    with open(f"{work}/store/pods.yaml", "w") as out:
+        out.write("apiVersion: v1\nitems:\n")
+        for i in range(pods):
+            out.write("- " + json.dumps(pod(i)) + "\n")
+        out.write('kind: List\nmetadata: {resourceVersion: ""}\n')
+else:
+  with open(f"{work}/store/pods.json", "w") as out:
     # kubectl's key order: apiVersion, items, kind, metadata.
     out.write('{"apiVersion": "v1", "items": [\n')
     for i in range(pods):
@@ -125,6 +140,7 @@ run() { # label, binary, args...
     echo "$label: exit $code, $wall wall, $((rss / 1024)) MiB max RSS"
 }
 
+[[ -n ${KEEP:-} && -n ${NO_RUN:-} ]] && exit 0
 echo "$(nproc) cores; store $(du -sb "$work/store" | cut -f1) bytes ($pods pods, $((pods / 10)) nodes); $(wc -c <"$work/configmaps.yaml") bytes of ConfigMaps ($configmaps)"
 for bin in ${BEFORE:+"$BEFORE"} "${NODESCOPE:-target/release/nodescope}"; do
     echo "== $bin"
