@@ -410,8 +410,9 @@ fn twice(key: &Key, location: &Location, first: &Location) -> InputError {
     )
 }
 
-/// Manifests are the user's own files: many documents, no size cap; the
-/// depth limit that protects the stack stays.
+/// Manifests are the user's own files (a dump of a whole cluster): no cap
+/// on documents, nodes or bytes; the depth limit that protects the stack
+/// stays.
 fn yaml_options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         with_snippet: false,
@@ -419,6 +420,7 @@ fn yaml_options() -> serde_saphyr::Options {
             max_documents: 10_000_000,
             max_nodes: usize::MAX,
             max_events: usize::MAX,
+            max_total_scalar_bytes: usize::MAX,
             max_reader_input_bytes: None,
         },
     }
