@@ -4,7 +4,8 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use nodescope::features::{find_uses, Listed};
-use nodescope::policy::{NoInputs, PolicySet};
+use nodescope::params::NoInputs;
+use nodescope::policy::PolicySet;
 use serde_json::{json, Value};
 use std::time::Duration;
 

@@ -126,8 +126,8 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Manife
     for value in values {
         match value {
             Value::Null => {}
-            Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                if let Some(Value::Array(items)) = map.remove("items") {
+            Value::Object(map) if is_list(&map) => {
+                if let Some(items) = list_items(map) {
                     documents.extend(items.into_iter().map(|v| (source, v)));
                 }
             }
@@ -144,6 +144,66 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Manife
             value,
         })
         .collect())
+}
+
+/// Whether an object is a list whose items are the objects: `kind: List`,
+/// as `kubectl get -o yaml` writes, or a typed list (`PodList`,
+/// `NodeList`, any `*List` with an `items` array) as the API returns it.
+#[must_use]
+pub fn is_list(map: &serde_json::Map<String, Value>) -> bool {
+    match map.get("kind").and_then(Value::as_str) {
+        Some("List") => true,
+        Some(kind) => {
+            kind.len() > 4
+                && kind.ends_with("List")
+                && map.get("items").is_some_and(Value::is_array)
+        }
+        None => false,
+    }
+}
+
+/// The items of a list ([`is_list`]), `None` when `items` is not a list.
+/// A typed list's items get the kind and apiVersion the API leaves out of
+/// them (`PodList` of `v1`: `Pod` of `v1`).
+#[must_use]
+pub fn list_items(mut map: serde_json::Map<String, Value>) -> Option<Vec<Value>> {
+    let mut items = match map.remove("items") {
+        Some(Value::Array(items)) => items,
+        Some(Value::Null) | None => return Some(Vec::new()),
+        Some(_) => return None,
+    };
+    let head = ListHead {
+        kind: map.get("kind").and_then(Value::as_str).map(str::to_owned),
+        api_version: map
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    for item in &mut items {
+        fill_item_type(item, &head);
+    }
+    Some(items)
+}
+
+/// Gives a typed list's item the kind and apiVersion it leaves out.
+pub fn fill_item_type(item: &mut Value, head: &ListHead) {
+    let Some(kind) = head
+        .kind
+        .as_deref()
+        .and_then(|k| k.strip_suffix("List"))
+        .filter(|k| !k.is_empty())
+    else {
+        return;
+    };
+    let Value::Object(item) = item else { return };
+    if !item.contains_key("kind") {
+        item.insert("kind".to_owned(), Value::from(kind));
+    }
+    if let Some(api_version) = &head.api_version {
+        if !item.contains_key("apiVersion") {
+            item.insert("apiVersion".to_owned(), Value::from(api_version.as_str()));
+        }
+    }
 }
 
 /// JSON starts with `{` or `[`; YAML documents almost never do, and a YAML
@@ -202,10 +262,28 @@ pub fn json_items<'a>(source: &str, text: &'a str) -> Result<Vec<&'a RawValue>, 
 /// names the line and column of a syntax error.
 pub fn stream_json_items(
     reader: impl std::io::Read,
-    each: impl FnMut(&str) -> bool,
+    mut each: impl FnMut(&str) -> bool,
 ) -> Result<bool, std::io::Error> {
-    stream::Items::new(reader, each, stream::BLOCK).run()
+    stream::Items::new(
+        reader,
+        |_: &ListHead, item: &str| each(item),
+        stream::BLOCK,
+        false,
+    )
+    .run()
 }
+
+/// [`stream_json_items`] for typed lists too (`PodList`, any `*List` with
+/// `items`, as the API returns them): `each` also gets what the list said
+/// of itself before its items, for items that leave their kind out.
+pub fn stream_json_list_items(
+    reader: impl std::io::Read,
+    each: impl FnMut(&ListHead, &str) -> bool,
+) -> Result<bool, std::io::Error> {
+    stream::Items::new(reader, each, stream::BLOCK, true).run()
+}
+
+pub use stream::ListHead;
 
 mod stream;
 

@@ -8,11 +8,11 @@ use super::*;
 /// declines.
 fn streamed(text: &str, step: usize) -> Option<Vec<String>> {
     let mut items = Vec::new();
-    let each = |item: &str| {
+    let each = |_: &ListHead, item: &str| {
         items.push(item.to_owned());
         serde_json::from_str::<serde::de::IgnoredAny>(item).is_ok()
     };
-    let complete = stream::Items::new(text.as_bytes(), each, step)
+    let complete = stream::Items::new(text.as_bytes(), each, step, false)
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
     complete.then_some(items)

@@ -187,8 +187,8 @@ static KNOWN: LazyLock<Table> = LazyLock::new(|| {
     for &(group, version, kind, resource, namespaced) in BUILTIN.iter().chain(NODESCOPE) {
         insert(&mut table, group, version, kind, resource, namespaced);
     }
-    for (file, text) in crate::cli::bundle::FILES {
-        let source = crate::cli::bundle::source_name(file);
+    for (file, text) in crate::policy::bundle::FILES {
+        let source = crate::policy::bundle::source_name(file);
         for document in crate::manifest::parse_documents(&source, text).unwrap_or_default() {
             // The bundle's CRDs are checked by its tests; a broken one
             // would only be missing here.

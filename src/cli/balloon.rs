@@ -193,12 +193,12 @@ impl StatusArgs {
 /// Unreadable input, naming the file or object.
 pub fn run_status_offline(args: &StatusArgs, out: &mut impl Write) -> Result<ExitCode, String> {
     let path = args.store.trim_start_matches("file:");
-    let objects: Vec<Value> = crate::manifest::read_path(std::path::Path::new(path), &[])
-        .map_err(|e| e.to_string())?
-        .into_iter()
-        .map(|d| d.value)
-        .collect();
-    let plans = plan_objects(&objects, &args.config())?;
+    let (nodes, pods) = crate::input::cluster::balloon_state(
+        std::path::Path::new(path),
+        &format!("--store {}", args.store),
+    )
+    .map_err(|e| e.to_string())?;
+    let plans = crate::balloon::plan_nodes(&nodes, &pods, &args.config());
     render(&plans, args.output, out).map_err(|e| e.to_string())?;
     Ok(status_code(args, &plans))
 }

@@ -5,13 +5,13 @@
 //! discovery the controller runs ([`crate::features::find_uses`]) over the
 //! objects given with `-f`.
 
-use super::dry_run::input::{InputError, SourceDocument};
-use super::dry_run::sources::{self, Inputs};
 use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
 use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
+use crate::input::sources::{self, Inputs};
+use crate::input::{InputError, SourceDocument};
 use crate::json::str_at;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
@@ -158,6 +158,22 @@ pub(crate) struct Loaded {
     pub(crate) inputs: Snapshot,
 }
 
+/// [`load`] for a command that looks through objects (`uses`, `cleanup`):
+/// offline, Features alone (`--params`) would report nothing in use, which
+/// reads as all clear.
+///
+/// # Errors
+/// `--params` without `-f` (exit 2), and what [`load`] returns.
+pub(crate) fn load_with_objects(source: &Source, command: &str) -> Result<Loaded, RunError> {
+    if source.files.is_empty() && !source.params.is_empty() {
+        return Err(InputError::Usage(format!(
+            "features {command}: no objects to look through: give the cluster's objects with -f (a file, a directory or -); --params gives only the Features and the state the policies read"
+        ))
+        .into());
+    }
+    load(source)
+}
+
 pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     if source.files.is_empty() && source.params.is_empty() {
         return load_cluster(source);
@@ -172,7 +188,10 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     let params = inputs.read("--params", &source.params)?;
     let documents = inputs.read("-f", &source.files)?;
     let mut kinds = Kinds::default();
+    // --params and -f are one cluster: an object is in it once.
+    let mut unique = crate::input::objects::Unique::default();
     for document in params.iter().chain(&documents) {
+        unique.check(&document.value, &document.location)?;
         kinds
             .learn(&document.value)
             .map_err(|why| InputError::document(&document.location, why))?;
@@ -318,7 +337,7 @@ pub(crate) fn find_feature<'l>(
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
-    let loaded = load(&args.source)?;
+    let loaded = load_with_objects(&args.source, "uses")?;
     let feature = find_feature(&loaded, &args.namespace, &args.name)?;
     let uses: Vec<_> = uses_of(&loaded, feature)?
         .into_iter()

@@ -3,10 +3,12 @@
 //! ([`crate::features::cleanup`]), and the warning `nodescope features`
 //! prints while objects hold fields that a CRD replacement would prune.
 
-use super::dry_run::input::InputError;
 use super::dry_run::RunError;
-use super::features::{find_feature, load, table, uses_of, write_out, Loaded, Source, UsesFormat};
+use super::features::{
+    find_feature, load_with_objects, table, uses_of, write_out, Loaded, Source, UsesFormat,
+};
 use crate::features::cleanup::{self, CleanupPatch};
+use crate::input::InputError;
 use crate::json::str_at;
 use clap::Args;
 use serde_json::json;
@@ -37,7 +39,7 @@ pub struct CleanupArgs {
 /// No Feature of that name, a `spec.cleanup` that cannot be followed, or
 /// bad input (exit 2); output that cannot be written (exit 3).
 pub fn run_cleanup(args: &CleanupArgs) -> Result<ExitCode, RunError> {
-    let loaded = load(&args.source)?;
+    let loaded = load_with_objects(&args.source, "cleanup")?;
     let feature = find_feature(&loaded, &args.namespace, &args.name)?;
     let rules = cleanup::rules(feature).map_err(|e| InputError::Usage(e.to_string()))?;
     let uses = uses_of(&loaded, feature)?;

@@ -5,7 +5,6 @@
 
 pub mod balloon;
 pub mod balloon_controller;
-pub mod bundle;
 mod certs;
 mod demo;
 pub mod dry_run;

@@ -12,7 +12,7 @@ use crate::recommend::container::PeakConfig;
 use crate::recommend::estimate::RecommenderConfig;
 use crate::recommend::model::ModelConfig;
 use crate::recommend::recording::Recording;
-use crate::recommend::replay::{self, Cluster, Replay, ReplayError};
+use crate::recommend::replay::{self, Replay, ReplayError};
 use crate::recommend::status::StatusConfig;
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -310,7 +310,12 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
         }
         None => CheckpointDir::default(),
     };
-    let cluster = Cluster::load(&store).map_err(text)?;
+    let cluster = crate::input::cluster::recommender_cluster(
+        &store,
+        &format!("--store file:{}", store.display()),
+        &mut |warning| eprintln!("nodescope: warning: {warning}"),
+    )
+    .map_err(|e| e.to_string())?;
     // Read a group of files at a time: memory does not grow with the
     // number of recorded files.
     let recording = Recording::scan(&metrics).map_err(text)?;

@@ -2,13 +2,13 @@
 //! listeners (and, with `--store kube`, the status Lease renewal) until
 //! SIGTERM, draining in-flight reviews before exit.
 
-use super::bundle;
 use super::demo::{Demo, DemoError};
 use super::ServeArgs;
 use crate::admission::Decider;
 use crate::leader::status::{self, StatusLease};
 use crate::manifest::ManifestError;
 use crate::metrics::{ReloadResult, WebhookMetrics};
+use crate::policy::bundle;
 use crate::policy::{PolicyLoadError, PolicySet};
 use crate::server::{self, AppState, ConnectionOptions, Edge, Readiness};
 use crate::store::{self, Snapshot, StoreSource};

@@ -183,13 +183,23 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
         );
     }
     let path = args.store.trim_start_matches("file:");
-    let objects =
-        crate::manifest::read_path(std::path::Path::new(path), &[]).map_err(|e| e.to_string())?;
+    let state = crate::input::cluster::updater_state(
+        std::path::Path::new(path),
+        &format!("--store {}", args.store),
+        &mut |warning| eprintln!("nodescope: warning: {warning}"),
+    )
+    .map_err(|e| e.to_string())?;
     // Offline there is no webhook Lease to read: the plan shows what a pass
     // would do with a healthy webhook.
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    let objects = objects.into_iter().map(|d| d.value).collect();
-    let plans = plan_objects(objects, &args.config(), true, now)?;
+    let plans = plan_pass(
+        &state.snapshot,
+        &state.workloads,
+        &args.config(),
+        &mut Memory::default(),
+        true,
+        now,
+    );
     render(&plans, args.output, out).map_err(|e| e.to_string())?;
     Ok(plan_code(args, &plans))
 }

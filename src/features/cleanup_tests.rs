@@ -1,9 +1,10 @@
 use super::*;
 use crate::features::find_uses;
-use crate::policy::{NoInputs, PolicySet};
+use crate::params::NoInputs;
+use crate::policy::PolicySet;
 
 fn bundle() -> PolicySet {
-    match crate::cli::bundle::policy_set() {
+    match crate::policy::bundle::policy_set() {
         Ok(set) => set,
         Err(e) => panic!("the shipped bundle loads: {e}"),
     }

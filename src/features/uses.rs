@@ -4,9 +4,9 @@
 
 use super::lifecycle::TransitionTask;
 use crate::json::str_at;
-use crate::policy::{
-    validate_policy, AdmissionRequestInput, Decision, LabelSelector, PolicyInputs, PolicySet,
-};
+use crate::params::PolicyInputs;
+use crate::policy::{validate_policy, AdmissionRequestInput, Decision, PolicySet};
+use crate::selector::LabelSelector;
 use serde::Serialize;
 use serde_json::{Map, Value};
 

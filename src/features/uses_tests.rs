@@ -1,9 +1,9 @@
 use super::*;
-use crate::policy::NoInputs;
+use crate::params::NoInputs;
 use serde_json::json;
 
 fn bundle() -> PolicySet {
-    match crate::cli::bundle::policy_set() {
+    match crate::policy::bundle::policy_set() {
         Ok(set) => set,
         Err(e) => panic!("the shipped bundle loads: {e}"),
     }

@@ -8,9 +8,20 @@ use std::io::Read;
 /// Bytes read from the file per block.
 pub(super) const BLOCK: usize = 1 << 20;
 
+/// What a list said of itself before its `items`: typed lists (`PodList`)
+/// from the API leave `kind` and `apiVersion` out of their items.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListHead {
+    pub kind: Option<String>,
+    pub api_version: Option<String>,
+}
+
 pub(super) struct Items<R, F> {
     reader: R,
     each: F,
+    /// Whether typed lists (`PodList`, any `*List`) stream, not only `List`.
+    typed: bool,
+    head: ListHead,
     buf: Vec<u8>,
     /// The smallest read.
     block: usize,
@@ -28,11 +39,13 @@ enum Stop {
 
 type Step<T> = Result<T, Stop>;
 
-impl<R: Read, F: FnMut(&str) -> bool> Items<R, F> {
-    pub(super) fn new(reader: R, each: F, block: usize) -> Self {
+impl<R: Read, F: FnMut(&ListHead, &str) -> bool> Items<R, F> {
+    pub(super) fn new(reader: R, each: F, block: usize, typed: bool) -> Self {
         Items {
             reader,
             each,
+            typed,
+            head: ListHead::default(),
             buf: Vec::new(),
             block: block.max(1),
             pos: 0,
@@ -99,7 +112,13 @@ impl<R: Read, F: FnMut(&str) -> bool> Items<R, F> {
                     if kind.is_some() {
                         return Err(Stop::Decline);
                     }
-                    kind = Some(text == "\"List\"");
+                    kind = Some(
+                        text == "\"List\""
+                            || (self.typed && text.ends_with("List\"") && text.len() > 6),
+                    );
+                    self.head.kind = serde_json::from_str(text).ok();
+                } else if key == b"\"apiVersion\"" {
+                    self.head.api_version = serde_json::from_str(text).ok();
                 }
             }
             match self.peek()? {
@@ -122,7 +141,7 @@ impl<R: Read, F: FnMut(&str) -> bool> Items<R, F> {
         loop {
             let item = self.value()?;
             let text = std::str::from_utf8(span(&self.buf, item)).map_err(|_| Stop::Decline)?;
-            if text != "null" && !(self.each)(text) {
+            if text != "null" && !(self.each)(&self.head, text) {
                 return Err(Stop::Decline);
             }
             match self.peek()? {

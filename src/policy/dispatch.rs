@@ -8,7 +8,7 @@ use super::load::{CompiledBinding, CompiledPolicy, PolicySet};
 use super::matching::{matches, namespace_labels};
 use super::model::{FailurePolicy, ParameterNotFoundAction, StatusReason, ValidationAction};
 use super::request::AdmissionRequestInput;
-use super::PolicyInputs;
+use crate::params::PolicyInputs;
 use serde_json::{Map, Value};
 use std::cell::OnceCell;
 use std::collections::BTreeMap;

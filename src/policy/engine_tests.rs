@@ -2,6 +2,8 @@
 
 use super::evaluate::{OUT_OF_BUDGET, VARIABLE_EVALUATIONS};
 use super::*;
+use crate::params::{NoInputs, PolicyInputs};
+use crate::selector::LabelSelector;
 use serde_json::{json, Value};
 
 const POD_RULE: &str = r#"

@@ -131,9 +131,8 @@ pub(crate) fn namespace_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::model::{
-        LabelSelector, LabelSelectorRequirement, Operation, SelectorOperator,
-    };
+    use crate::policy::model::Operation;
+    use crate::selector::{LabelSelector, LabelSelectorRequirement, SelectorOperator};
     use serde_json::json;
 
     fn request(operation: &str, resource: &str, sub: &str, namespace: &str) -> Value {

@@ -18,6 +18,43 @@ impl PolicySet {
         namespaces.dedup();
         namespaces
     }
+
+    /// Whether some binding could take `object` as its param: a policy's
+    /// `paramKind` is the object's apiVersion and kind, and a binding's
+    /// `paramRef` names it (or selects it by its labels) in its namespace
+    /// (any, when the paramRef leaves it to the request). An offline run
+    /// keeps only such objects of a kind that inputs hold by the thousand.
+    #[must_use]
+    pub fn may_take_as_param(&self, object: &serde_json::Value) -> bool {
+        let text = |pointer: &str| {
+            object
+                .pointer(pointer)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        self.policies
+            .iter()
+            .filter(|p| {
+                p.spec.param_kind.as_ref().is_some_and(|k| {
+                    k.api_version == text("/apiVersion") && k.kind == text("/kind")
+                })
+            })
+            .flat_map(|p| p.bindings.iter())
+            .filter_map(|b| b.spec.param_ref.as_ref())
+            .any(|r| {
+                let namespace = r
+                    .namespace
+                    .as_deref()
+                    .filter(|ns| !ns.is_empty())
+                    .is_none_or(|ns| ns == text("/metadata/namespace"));
+                let named = match (r.name.as_deref(), &r.selector) {
+                    (Some(name), _) if !name.is_empty() => name == text("/metadata/name"),
+                    (_, Some(selector)) => selector.matches_object(object),
+                    _ => false,
+                };
+                namespace && named
+            })
+    }
 }
 
 /// A policy that gates a feature: one of its bindings takes that Feature as
@@ -87,5 +124,46 @@ impl PolicySet {
                 }
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn config_map(namespace: &str, name: &str, labels: serde_json::Value) -> serde_json::Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": namespace, "labels": labels}})
+    }
+
+    #[test]
+    fn only_an_object_a_binding_names_in_its_namespace_and_kind_is_a_possible_param() {
+        let bundle = super::super::bundle::policy_set().unwrap_or_else(|e| panic!("{e}"));
+        let resizers = config_map("kube-system", "nodescope-balloon-resizers", json!({}));
+        assert!(bundle.may_take_as_param(&resizers));
+        assert!(!bundle.may_take_as_param(&config_map(
+            "default",
+            "nodescope-balloon-resizers",
+            json!({})
+        )));
+        assert!(!bundle.may_take_as_param(&config_map("kube-system", "settings", json!({}))));
+        let mut secret = resizers.clone();
+        secret["kind"] = json!("Secret");
+        assert!(!bundle.may_take_as_param(&secret));
+        let feature = json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+                             "metadata": {"name": "vpa-node-scope", "namespace": "kube-system"}});
+        assert!(bundle.may_take_as_param(&feature));
+    }
+
+    #[test]
+    fn a_selector_binding_takes_what_its_labels_match_in_any_namespace_when_it_names_none() {
+        let yaml = "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec:\n  paramKind: {apiVersion: v1, kind: ConfigMap}\n  matchConstraints:\n    resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}]\n  validations: [{expression: \"true\"}]\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec:\n  policyName: p\n  validationActions: [Deny]\n  paramRef: {selector: {matchLabels: {limits: \"yes\"}}, parameterNotFoundAction: Allow}\n";
+        let set = PolicySet::from_documents(vec![("p.yaml".to_owned(), yaml.to_owned())])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(set.may_take_as_param(&config_map("a", "x", json!({"limits": "yes"}))));
+        assert!(set.may_take_as_param(&config_map("b", "y", json!({"limits": "yes"}))));
+        assert!(!set.may_take_as_param(&config_map("a", "x", json!({"limits": "no"}))));
+        assert!(!set.may_take_as_param(&config_map("a", "x", json!({}))));
     }
 }

@@ -32,7 +32,8 @@ pub enum ReplayError {
     CheckpointDir(#[from] checkpoint_dir::DirError),
 }
 
-/// The cluster as the store files describe it.
+/// The cluster as the store files describe it, read by
+/// [`crate::input::cluster::recommender_cluster`].
 #[derive(Debug, Default)]
 pub struct Cluster {
     /// Every VPA, in file order (scoped ones are recommended, others kept
@@ -43,34 +44,6 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// Reads VPAs, Pods and Nodes under `path`; other kinds are ignored.
-    ///
-    /// # Errors
-    /// An unreadable file, or a VPA or Pod that cannot be read.
-    pub fn load(path: &Path) -> Result<Self, ReplayError> {
-        let mut cluster = Cluster::default();
-        for doc in manifest::read_path(path, &[])? {
-            let input = |error| ReplayError::Input {
-                source_file: doc.source.clone(),
-                error,
-            };
-            match doc.value.get("kind").and_then(Value::as_str) {
-                Some("VerticalPodAutoscaler") => {
-                    let scoped = ScopedVpa::from_value(&doc.value).map_err(input)?;
-                    cluster.vpas.push((doc.value, scoped));
-                }
-                Some("Pod") => {
-                    if let Some(pod) = TrackedPod::from_value(&doc.value).map_err(input)? {
-                        cluster.pods.push(pod);
-                    }
-                }
-                Some("Node") => cluster.nodes.insert(&doc.value),
-                _ => {}
-            }
-        }
-        Ok(cluster)
-    }
-
     /// The scoped VPAs recommender `name` computes.
     #[must_use]
     pub fn scoped(&self, name: &str) -> Vec<ScopedVpa> {

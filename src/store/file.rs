@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(cpu_of(&snapshot, "a").as_deref(), Some("150m"));
         assert_eq!(cpu_of(&snapshot, "b").as_deref(), Some("250m"));
         assert_eq!(cpu_of(&snapshot, "c").as_deref(), Some("1"));
-        use crate::policy::PolicyInputs;
+        use crate::params::PolicyInputs;
         assert!(snapshot.namespace("monitoring").is_some());
     }
 
@@ -163,7 +163,7 @@ mod tests {
         let text = "\n  {\"items\": [{\"kind\": \"Namespace\"}], \"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"whole\"}}";
         std::fs::write(dir.path().join("ns.json"), text).unwrap_or_else(|e| panic!("{e}"));
         let snapshot = load(dir.path()).unwrap_or_else(|e| panic!("{e}"));
-        use crate::policy::PolicyInputs;
+        use crate::params::PolicyInputs;
         assert!(snapshot.namespace("whole").is_some());
         assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
     }

@@ -6,7 +6,8 @@
 
 use super::convert::{ConvertError, Interner};
 use super::entry::Entry;
-use crate::policy::{LabelSelector, PolicyInputs};
+use crate::params::PolicyInputs;
+use crate::selector::LabelSelector;
 use crate::vpa::{LimitRangeItem, VpaPolicy};
 use crate::vpa::{NodeLabel, NodeLabels, SCOPE_FEATURE};
 use serde_json::Value;

@@ -10,6 +10,7 @@ mod balloon;
 mod exclude;
 mod fake_api;
 mod features;
+mod inputs;
 mod kustomize;
 mod suites;
 mod update;

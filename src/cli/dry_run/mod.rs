@@ -7,12 +7,10 @@
 //! for the per-binding verdicts. No rule is restated here.
 
 pub mod expand;
-pub mod input;
 pub mod junit;
 pub mod output;
 mod requests;
 mod run;
-pub mod sources;
 pub mod spool;
 
 pub use run::{run_dry_run, use_colour};
@@ -20,12 +18,13 @@ pub use run::{run_dry_run, use_colour};
 use crate::admission::{self, Decider};
 use crate::apiserver::defaulting::{self, PriorityClasses};
 use crate::apiserver::kinds::Kinds;
+use crate::input::sources;
+use crate::input::{check_object, InputError, Location, SourceDocument};
 use crate::json::str_at;
 use crate::metrics::Webhook;
 use crate::policy::{validate, AdmissionRequestInput, Decision, PolicyLoadError, PolicySet};
 use crate::store::Snapshot;
 use base64::Engine as _;
-use input::{check_object, InputError, Location, SourceDocument};
 use output::{ContainerResources, MutationReport, ObjectReport, Row, Status};
 pub use requests::{requests, RequestOptions, Written};
 use serde_json::Value;
@@ -129,8 +128,8 @@ pub struct Request {
 pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<Value>), RunError> {
     let Some(path) = path else {
         return Ok((
-            crate::cli::bundle::policy_set()?,
-            crate::cli::bundle::extra_objects(),
+            crate::policy::bundle::policy_set()?,
+            crate::policy::bundle::extra_objects(),
         ));
     };
     let meta = std::fs::metadata(path)
@@ -157,7 +156,7 @@ pub fn load_policies(path: Option<&Path>, name: &str) -> Result<(PolicySet, Vec<
         .map_err(sources::manifest_error)?
         .into_iter()
         .map(|d| d.value)
-        .filter(crate::cli::bundle::is_installed_object)
+        .filter(crate::policy::bundle::is_installed_object)
         .collect();
     Ok((set, extras))
 }

@@ -2,8 +2,8 @@
 //! YAML (one schema, documented in docs/dry-run.md) for programs, JUnit XML
 //! ([`super::junit`]) for CI systems.
 
-use super::input::Location;
 use crate::cli::DryRunFormat;
+use crate::input::Location;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -177,7 +177,12 @@ pub fn write(
     format: DryRunFormat,
     colour: bool,
 ) -> Result<(), String> {
-    let io = |e: std::io::Error| format!("cannot write the report: {}", super::sources::reason(&e));
+    let io = |e: std::io::Error| {
+        format!(
+            "cannot write the report: {}",
+            crate::input::sources::reason(&e)
+        )
+    };
     match format {
         DryRunFormat::Table => table(out, report, colour).map_err(io),
         DryRunFormat::Json => {

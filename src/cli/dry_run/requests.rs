@@ -2,9 +2,9 @@
 //! replayed as they are, manifests defaulted and wrapped in a review, a
 //! DaemonSet followed by its pods on `--nodes`.
 
-use super::input::{check_object, is_review, InputError, SourceDocument};
 use super::{expand, Engine, Request, RunError};
 use crate::apiserver::review::{self, User};
+use crate::input::{check_object, is_review, InputError, SourceDocument};
 use crate::json::str_at;
 use serde_json::Value;
 

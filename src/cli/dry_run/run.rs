@@ -2,8 +2,6 @@
 //! cluster state first, then the requests in batches), each report spooled
 //! as it comes, so memory does not grow with the number of objects.
 
-use super::input::{is_review, InputError, SourceDocument};
-use super::sources::{self, Inputs};
 use super::{
     check_state, is_param_kind, load_policies, locate, requests, spool, Engine, RequestOptions,
     RunError,
@@ -11,6 +9,10 @@ use super::{
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
 use crate::cli::DryRunArgs;
+use crate::input::objects::Unique;
+use crate::input::sources::{self, Inputs};
+use crate::input::{is_review, InputError, SourceDocument};
+use crate::policy::PolicySet;
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
@@ -81,6 +83,14 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     let mut inputs = Inputs::excluding(&args.exclude)?;
     let params = inputs.read("--params", &args.params)?;
     let recommendations = inputs.read("--recommendations", &args.recommendations)?;
+    // State is given once within a flag (across flags, later wins); -f is
+    // requests, where two versions of an object are two questions.
+    for documents in [&params, &recommendations] {
+        let mut unique = Unique::default();
+        for document in documents {
+            unique.check(&document.value, &document.location)?;
+        }
+    }
     let mut kinds = Kinds::default();
     for document in params.iter().chain(&recommendations) {
         learn(&mut kinds, document)?;
@@ -94,7 +104,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     let mut state_of = |documents: Vec<SourceDocument>, kinds: &mut Kinds| {
         for document in documents {
             learn(kinds, &document)?;
-            if !is_review(&document.value) && is_param_kind(&document.value) {
+            if !is_review(&document.value) && is_state(&policies, &document.value) {
                 located.push(document);
             }
         }
@@ -161,6 +171,16 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Whether a document of `-f` is also cluster state the run keeps. A
+/// ConfigMap is kept only when a binding could take it as its param:
+/// inputs hold ConfigMaps by the thousand, and the rules read few.
+fn is_state(policies: &PolicySet, value: &Value) -> bool {
+    is_param_kind(value)
+        && (crate::json::str_at(value, "/kind") != "ConfigMap"
+            || crate::json::str_at(value, "/apiVersion") != "v1"
+            || policies.may_take_as_param(value))
 }
 
 /// Colour only on a terminal, and never when `NO_COLOR` is set (to

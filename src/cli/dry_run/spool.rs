@@ -54,7 +54,10 @@ struct Tail<'a> {
 }
 
 fn io(error: &std::io::Error) -> String {
-    format!("cannot write the report: {}", super::sources::reason(error))
+    format!(
+        "cannot write the report: {}",
+        crate::input::sources::reason(error)
+    )
 }
 
 /// Every line of `text` but the first (a YAML key the caller writes itself).
@@ -71,7 +74,7 @@ impl ReportSpool {
         let file = tempfile::tempfile().map_err(|e| {
             format!(
                 "cannot make a temporary file for the report: {}",
-                super::sources::reason(&e)
+                crate::input::sources::reason(&e)
             )
         })?;
         Ok(Self {

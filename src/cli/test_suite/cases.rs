@@ -10,8 +10,8 @@
 
 use super::{open_suite, prepare_case, suite_files, PolicyCache, PolicyChoice};
 use crate::apiserver::review::User;
-use crate::cli::dry_run::sources::Inputs;
 use crate::cli::dry_run::{is_param_kind, RunError};
+use crate::input::sources::Inputs;
 use crate::json::str_at;
 use serde_json::Value;
 use std::path::Path;

@@ -3,9 +3,9 @@
 
 use super::regex_problem;
 use super::schema::{Expect, ExpectedResources};
-use crate::cli::dry_run::input::InputError;
 use crate::cli::dry_run::output::ObjectReport;
 use crate::cli::dry_run::RunError;
+use crate::input::InputError;
 use regex::Regex;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -10,10 +10,10 @@ mod schema;
 
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
-use crate::cli::dry_run::input::{InputError, Location, SourceDocument};
-use crate::cli::dry_run::sources::{self, Inputs};
 use crate::cli::dry_run::{self, Engine, Request, RequestOptions, RunError};
 use crate::cli::{TestArgs, TestFormat};
+use crate::input::sources::{self, Inputs};
+use crate::input::{InputError, Location, SourceDocument};
 use crate::policy::PolicySet;
 use regex::Regex;
 use report::CaseResult;

@@ -1,7 +1,7 @@
 //! The suite file's schema (docs/policy-tests.md), and reading it so that a
 //! mistake is reported at its field and line in plain words.
 
-use crate::cli::dry_run::input::InputError;
+use crate::input::InputError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::BTreeMap;

@@ -3,7 +3,7 @@
 //! job whose glob or directory is empty must fail, not pass having checked
 //! nothing.
 
-use super::input::{parse, parse_in_pieces, InputError, SourceDocument, STDIN};
+use super::parse::{parse, parse_in_pieces, InputError, SourceDocument, STDIN};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -176,16 +176,12 @@ fn parse_numbered(
             line: line.map(|line| line + line_offset),
         };
         match value {
-            Value::Object(mut map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                let items = match map.remove("items") {
-                    Some(Value::Array(items)) => items,
-                    Some(Value::Null) | None => Vec::new(),
-                    Some(_) => {
-                        return Err(InputError::document(
-                            &location,
-                            "a List's `items` must be a list",
-                        ))
-                    }
+            Value::Object(map) if crate::manifest::is_list(&map) => {
+                let Some(items) = crate::manifest::list_items(map) else {
+                    return Err(InputError::document(
+                        &location,
+                        "a List's `items` must be a list",
+                    ));
                 };
                 out.extend(
                     items

@@ -106,7 +106,7 @@ mod tests {
             .collect();
         on_disk.sort();
         let embedded: Vec<String> = FILES.iter().map(|(n, _)| (*n).to_owned()).collect();
-        assert_eq!(embedded, on_disk, "update src/cli/bundle.rs");
+        assert_eq!(embedded, on_disk, "update src/policy/bundle.rs");
         for (name, text) in FILES {
             let path = format!("{dir}/{name}");
             assert_eq!(
