@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const DAEMONSET_CONDITION: &str = "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == 'DaemonSet' && r.apiVersion == 'apps/v1')";
-const SECURITY_WEBHOOKS: [&str; 3] = [
+const SECURITY_WEBHOOKS: [&str; 4] = [
     "balloon-pods.nodescope.dev",
     "balloon-priorityclass.nodescope.dev",
     "feature-gates.nodescope.dev",
+    "node-resizer.nodescope.dev",
 ];
 
 #[test]
