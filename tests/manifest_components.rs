@@ -350,7 +350,8 @@ fn the_balloon_component_runs_as_node_resizer_with_least_rbac_two_replicas_probe
             "balloon",
             "controller",
             "--interval=10s",
-            "--metrics-listen=0.0.0.0:8944"
+            "--metrics-listen=0.0.0.0:8944",
+            "--log-format=json"
         ])
     );
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
@@ -367,4 +368,113 @@ fn the_balloon_component_runs_as_node_resizer_with_least_rbac_two_replicas_probe
     assert!(base.iter().all(|o| o["kind"] == "PriorityClass"
         || !["nodescope-balloon", "node-resizer", "node-balloon"]
             .contains(&str_at(o, "/metadata/name"))));
+}
+
+/// The base and each component that runs a controller, built alone, by
+/// the directory's name.
+fn builds() -> Vec<(String, Vec<serde_json::Value>)> {
+    [
+        "base",
+        "components/recommender",
+        "components/updater",
+        "components/balloon",
+    ]
+    .into_iter()
+    .map(|dir| (dir.to_owned(), build(&manifests().join(dir))))
+    .collect()
+}
+
+#[test]
+fn every_deployment_with_more_than_one_replica_has_a_budget_of_one_unavailable_and_prefers_other_nodes(
+) {
+    let mut replicated = Vec::new();
+    for (dir, objects) in builds() {
+        for deployment in objects.iter().filter(|o| o["kind"] == "Deployment") {
+            let name = str_at(deployment, "/metadata/name");
+            let namespace = str_at(deployment, "/metadata/namespace");
+            if deployment["spec"]["replicas"].as_i64().unwrap_or(1) < 2 {
+                continue;
+            }
+            replicated.push(name.to_owned());
+            let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+            let selector = &deployment["spec"]["selector"]["matchLabels"];
+            let budgets: Vec<&serde_json::Value> = objects
+                .iter()
+                .filter(|o| {
+                    o["kind"] == "PodDisruptionBudget"
+                        && str_at(o, "/metadata/namespace") == namespace
+                        && o["spec"]["selector"]["matchLabels"] == *selector
+                })
+                .collect();
+            assert_eq!(budgets.len(), 1, "{dir}: Deployment {name}: one PDB");
+            let budget = &budgets[0]["spec"];
+            assert_eq!(budget["maxUnavailable"], 1, "{dir}: PDB of {name}");
+            assert!(budget.get("minAvailable").is_none(), "{dir}: {name}");
+            // The budget's selector picks exactly this Deployment's pods.
+            for (key, value) in selector.as_object().into_iter().flatten() {
+                assert_eq!(&labels[key], value, "{dir}: {name}: {key}");
+            }
+            let anti = &deployment["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"];
+            assert!(
+                anti.get("requiredDuringSchedulingIgnoredDuringExecution")
+                    .is_none(),
+                "{dir}: {name}: preferred, so a 1-node cluster runs both"
+            );
+            assert_eq!(
+                anti["preferredDuringSchedulingIgnoredDuringExecution"],
+                serde_json::json!([{"weight": 100, "podAffinityTerm": {
+                    "topologyKey": "kubernetes.io/hostname",
+                    "labelSelector": {"matchLabels": selector}}}]),
+                "{dir}: {name}"
+            );
+        }
+    }
+    replicated.sort();
+    assert_eq!(
+        replicated,
+        [
+            "nodescope",
+            "nodescope-balloon",
+            "nodescope-features",
+            "nodescope-recommender",
+            "nodescope-updater"
+        ]
+    );
+}
+
+#[test]
+fn every_nodescope_container_logs_json_and_its_probes_time_out() {
+    let mut seen = 0;
+    for (dir, objects) in builds() {
+        for deployment in objects.iter().filter(|o| o["kind"] == "Deployment") {
+            let name = str_at(deployment, "/metadata/name");
+            let containers = deployment["spec"]["template"]["spec"]["containers"]
+                .as_array()
+                .into_iter()
+                .flatten();
+            for container in containers {
+                seen += 1;
+                let args = strings(&container["args"]);
+                assert!(
+                    args.contains(&"--log-format=json".to_owned()),
+                    "{dir}: {name}: {args:?}"
+                );
+                for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")]
+                {
+                    let probe_of = &container[probe];
+                    assert_eq!(str_at(probe_of, "/httpGet/path"), path, "{dir}: {name}");
+                    assert_eq!(
+                        str_at(probe_of, "/httpGet/port"),
+                        "metrics",
+                        "{dir}: {name}"
+                    );
+                    // Stated, not the kubelet's 1 s default: a pass over a
+                    // large cluster can hold a core for a second, and a
+                    // probe that times out then restarts a healthy pod.
+                    assert_eq!(probe_of["timeoutSeconds"], 2, "{dir}: {name}: {probe}");
+                }
+            }
+        }
+    }
+    assert_eq!(seen, 5, "one container in each of the five Deployments");
 }

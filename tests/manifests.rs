@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const DAEMONSET_CONDITION: &str = "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(r, has(r.controller) && r.controller && r.kind == 'DaemonSet' && r.apiVersion == 'apps/v1')";
-const SECURITY_WEBHOOKS: [&str; 3] = [
+const SECURITY_WEBHOOKS: [&str; 4] = [
     "balloon-pods.nodescope.dev",
     "balloon-priorityclass.nodescope.dev",
     "feature-gates.nodescope.dev",
+    "node-resizer.nodescope.dev",
 ];
 
 #[test]
@@ -87,6 +88,7 @@ fn the_root_kustomization_resolves_to_the_whole_base_and_nothing_twice() {
         ("Role", "nodescope-features"),
         ("RoleBinding", "nodescope-features"),
         ("Deployment", "nodescope-features"),
+        ("PodDisruptionBudget", "nodescope-features"),
     ] {
         find(&objects, kind, name);
     }
@@ -95,7 +97,8 @@ fn the_root_kustomization_resolves_to_the_whole_base_and_nothing_twice() {
         .iter()
         .any(|o| str_at(o, "/kind").starts_with("ValidatingAdmissionPolicy")));
     let pdb = find(&objects, "PodDisruptionBudget", "nodescope");
-    assert_eq!(pdb["spec"]["minAvailable"], 1);
+    assert_eq!(pdb["spec"]["maxUnavailable"], 1);
+    assert!(pdb["spec"].get("minAvailable").is_none());
     let policy = find(&objects, "NetworkPolicy", "nodescope");
     assert_eq!(strings(&policy["spec"]["policyTypes"]), ["Ingress"]);
     let ports: BTreeSet<i64> = policy["spec"]["ingress"]
@@ -843,7 +846,7 @@ fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_instal
     std::fs::create_dir_all(&all).unwrap();
     std::fs::write(
         all.join("kustomization.yaml"),
-        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/updater, ../../components/upstream-updater-guard]\n",
+        "resources: [../self-signed]\ncomponents: [../../components/native-policies, ../../components/vpa-crd, ../../components/recommender, ../../components/updater, ../../components/balloon, ../../components/upstream-updater-guard, ../../components/monitoring]\n",
     )
     .unwrap();
     let render = |dir: &Path| -> Vec<Value> {
@@ -907,6 +910,29 @@ fn kustomize_renders_the_base_every_overlay_and_the_components_when_it_is_instal
         }
     }
     find(&objects, "Deployment", "nodescope-updater");
+    // All together, each replicated Deployment keeps its own budget and
+    // each component its PodMonitor.
+    for (name, namespace) in [
+        ("nodescope", NAMESPACE),
+        ("nodescope-features", NAMESPACE),
+        ("nodescope-recommender", NAMESPACE),
+        ("nodescope-updater", NAMESPACE),
+        ("nodescope-balloon", "kube-system"),
+    ] {
+        let budget = find_in(&objects, "PodDisruptionBudget", name, namespace);
+        assert_eq!(budget["spec"]["maxUnavailable"], 1, "{name}");
+        let selected = &find_in(&objects, "Deployment", name, namespace)["spec"]["selector"];
+        assert_eq!(budget["spec"]["selector"], *selected, "{name}");
+    }
+    for name in [
+        "nodescope-webhook",
+        "nodescope-recommender",
+        "nodescope-features",
+        "nodescope-updater",
+        "nodescope-balloon",
+    ] {
+        find_in(&objects, "PodMonitor", name, NAMESPACE);
+    }
     find(
         &objects,
         "ValidatingAdmissionPolicyBinding",

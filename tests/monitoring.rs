@@ -4,6 +4,8 @@
 //! `promtool test rules` (promtool from Debian's `prometheus` package;
 //! `.ci/run` installs it, and under CI a missing promtool fails).
 
+mod manifest_support;
+
 use nodescope::metrics::{FeaturesMetrics, RecommenderMetrics, WebhookMetrics};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -56,6 +58,7 @@ fn per_node_balloon_gauges() -> Vec<String> {
         "nodescope_balloon_usable",
         "nodescope_balloon_requests",
         "nodescope_balloon_non_balloon_requests",
+        "nodescope_balloon_node_state",
     ]
     .into_iter()
     .inspect(|name| {
@@ -196,6 +199,72 @@ fn every_metric_an_alert_or_a_panel_queries_is_registered_or_listed_as_not_yet_i
     }
     // The skip list holds nothing the dashboard does not use.
     assert_eq!(skipped.len(), planned.len(), "{skipped:?}");
+}
+
+#[test]
+fn every_deployment_is_scraped_by_one_pod_monitor_on_its_metrics_port_in_its_namespace() {
+    use manifest_support::{build, manifests, str_at};
+    let monitors: Vec<Value> = build(&monitoring())
+        .into_iter()
+        .filter(|o| o["kind"] == "PodMonitor")
+        .collect();
+    let mut scraped = Vec::new();
+    for dir in [
+        "base",
+        "components/recommender",
+        "components/updater",
+        "components/balloon",
+    ] {
+        for deployment in build(&manifests().join(dir))
+            .iter()
+            .filter(|o| o["kind"] == "Deployment")
+        {
+            let name = str_at(deployment, "/metadata/name");
+            let namespace = str_at(deployment, "/metadata/namespace");
+            let pod = &deployment["spec"]["template"];
+            let labels = pod["metadata"]["labels"].as_object().unwrap();
+            let mine: Vec<&Value> = monitors
+                .iter()
+                .filter(|m| {
+                    let selects = m["spec"]["selector"]["matchLabels"]
+                        .as_object()
+                        .is_some_and(|s| s.iter().all(|(k, v)| labels.get(k) == Some(v)));
+                    // Without a namespaceSelector a PodMonitor looks only in
+                    // its own namespace.
+                    let looks_there = match m["spec"]["namespaceSelector"]["matchNames"].as_array()
+                    {
+                        Some(names) => names.iter().any(|n| n == namespace),
+                        None => str_at(m, "/metadata/namespace") == namespace,
+                    };
+                    selects && looks_there
+                })
+                .collect();
+            assert_eq!(mine.len(), 1, "{dir}: Deployment {namespace}/{name}");
+            let endpoint = &mine[0]["spec"]["podMetricsEndpoints"][0];
+            assert_eq!(endpoint["path"], "/metrics", "{name}");
+            let port = str_at(endpoint, "/port");
+            assert!(
+                pod["spec"]["containers"][0]["ports"]
+                    .as_array()
+                    .is_some_and(|ports| ports.iter().any(|p| p["name"] == port)),
+                "{name}: no container port {port}"
+            );
+            // The alerts' job label: nodescope-system/<PodMonitor name>.
+            assert_eq!(str_at(mine[0], "/metadata/namespace"), "nodescope-system");
+            scraped.push(str_at(mine[0], "/metadata/name").to_owned());
+        }
+    }
+    scraped.sort();
+    assert_eq!(
+        scraped,
+        [
+            "nodescope-balloon",
+            "nodescope-features",
+            "nodescope-recommender",
+            "nodescope-updater",
+            "nodescope-webhook"
+        ]
+    );
 }
 
 #[test]

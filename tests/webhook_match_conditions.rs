@@ -2,7 +2,8 @@
 //! VerticalPodAutoscaler writes the policies need: those with a non-empty
 //! `spec.scope` ("node" or a node label key, AEP-10031), each to one webhook
 //! only, and every one the feature gate could deny to the one that fails
-//! closed.
+//! closed; and of kube-system:node-resizer's writes, each one its policy
+//! could deny, once.
 //!
 //! The webhooks' `matchConditions` are evaluated by nodescope's own policy
 //! engine: each webhook becomes a ValidatingAdmissionPolicy with the same
@@ -23,14 +24,23 @@ const VALIDATING: &str = concat!(
 );
 const FEATURE_GATES: &str = "feature-gates.nodescope.dev";
 const VPA_SCOPE: &str = "vpa-scope.nodescope.dev";
+const BALLOON_PODS: &str = "balloon-pods.nodescope.dev";
+const NODE_RESIZER: &str = "node-resizer.nodescope.dev";
+const RESIZER: &str = "system:serviceaccount:kube-system:node-resizer";
 
 /// Each VPA webhook of the shipped configuration as a policy named after it.
 fn routing() -> PolicySet {
+    routing_of(&[FEATURE_GATES, VPA_SCOPE])
+}
+
+/// The named webhooks of the shipped configuration as policies named
+/// after them.
+fn routing_of(names: &[&str]) -> PolicySet {
     let text = std::fs::read_to_string(VALIDATING).unwrap_or_else(|e| panic!("{VALIDATING}: {e}"));
     let config: Value =
         serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("{VALIDATING}: {e}"));
     let mut documents = Vec::new();
-    for name in [FEATURE_GATES, VPA_SCOPE] {
+    for &name in names {
         let hook = config["webhooks"]
             .as_array()
             .and_then(|hooks| hooks.iter().find(|h| h["name"] == name))
@@ -185,4 +195,87 @@ fn every_write_the_feature_gate_denies_goes_to_the_webhook_that_fails_closed() {
     // 2 targets x 4 non-empty scopes x 3 old objects without a use
     // (CREATE, absent, "").
     assert_eq!(denied, 2 * 4 * 3);
+}
+
+/// A `pods/resize` of the fixture pod by `user`, labelled as a balloon or
+/// not.
+fn resize(user: &str, balloon: bool) -> Value {
+    let mut review = review("pod-node-exporter-resize");
+    review["request"]["userInfo"] = json!({"username": user});
+    if balloon {
+        for side in ["object", "oldObject"] {
+            review["request"][side]["metadata"]["labels"]["node.kubernetes.io/balloon"] =
+                json!("true");
+        }
+    }
+    review
+}
+
+/// An UPDATE of a Node by `user` that sets the annotation or label `key`.
+fn node_write(user: &str, field: &str, key: &str) -> Value {
+    let old = json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "node-a", "labels": {"kubernetes.io/hostname": "node-a"}}, "spec": {}});
+    let mut new = old.clone();
+    new["metadata"][field] = json!({key: "x"});
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "Node"},
+        "resource": {"group": "", "version": "v1", "resource": "nodes"},
+        "requestKind": {"group": "", "version": "v1", "kind": "Node"},
+        "requestResource": {"group": "", "version": "v1", "resource": "nodes"},
+        "name": "node-a", "operation": "UPDATE", "userInfo": {"username": user},
+        "object": new, "oldObject": old, "dryRun": false}})
+}
+
+#[test]
+fn the_node_resizers_writes_its_policy_can_deny_call_nodescope_once_and_nobody_elses_do() {
+    let routing = routing_of(&[BALLOON_PODS, NODE_RESIZER]);
+    let cluster = Cluster::shipped();
+    for (label, review, calls, allowed) in [
+        (
+            "a balloon resize",
+            resize(RESIZER, true),
+            vec![BALLOON_PODS],
+            true,
+        ),
+        (
+            "another pod's resize",
+            resize(RESIZER, false),
+            vec![NODE_RESIZER],
+            false,
+        ),
+        (
+            "someone else's resize",
+            resize("alice", false),
+            vec![],
+            true,
+        ),
+        (
+            "a nodescope.dev annotation",
+            node_write(RESIZER, "annotations", "nodescope.dev/balloon-state"),
+            vec![NODE_RESIZER],
+            true,
+        ),
+        (
+            "another annotation",
+            node_write(RESIZER, "annotations", "example.com/owner"),
+            vec![NODE_RESIZER],
+            false,
+        ),
+        (
+            "a label",
+            node_write(RESIZER, "labels", "example.com/pool"),
+            vec![NODE_RESIZER],
+            false,
+        ),
+        (
+            "someone else's label",
+            node_write("alice", "labels", "example.com/pool"),
+            vec![],
+            true,
+        ),
+    ] {
+        assert_eq!(called(&routing, &review), calls, "{label}");
+        let outcome = run(&review, &cluster);
+        assert_eq!(outcome.allowed, allowed, "{label}: {:?}", outcome.message);
+    }
 }

@@ -1,7 +1,8 @@
 //! The balloon controller's families, under `nodescope_balloon_`: per node
 //! and resource, the capacity workloads may use (balloon space counted as
-//! absent), the balloon's requests and the other pods' requests; resize
-//! results by outcome. Every outcome exists from the start, at 0.
+//! absent), the balloon's requests and the other pods' requests; each
+//! node's state; resize results by outcome. Every outcome exists from the
+//! start, at 0.
 
 use super::{NodePlan, Resource};
 use prometheus_client::encoding::text::encode;
@@ -17,6 +18,12 @@ use std::sync::Arc;
 struct NodeResource {
     node: String,
     resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeState {
+    node: String,
+    state: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -38,6 +45,7 @@ pub struct BalloonMetrics {
     usable: Amount,
     balloon: Amount,
     requested: Amount,
+    states: Family<NodeState, Gauge>,
     results: Family<OutcomeLabel, Counter>,
     leader: Gauge,
 }
@@ -58,6 +66,7 @@ impl BalloonMetrics {
             usable: Amount::default(),
             balloon: Amount::default(),
             requested: Amount::default(),
+            states: Family::default(),
             results: Family::default(),
             leader: Gauge::default(),
         };
@@ -81,6 +90,14 @@ impl BalloonMetrics {
             "The requests of the node's other pods, per node and resource",
             m.requested.clone(),
         );
+        // A gauge per node, not a counter of transitions: an alert asks how
+        // long a node has been Refused or Invalid, which the resize results
+        // (counted once, when the state is written) cannot tell.
+        registry.register(
+            "nodescope_balloon_node_state",
+            "1 for each node's state in the last pass (Refused, Invalid, Settled, ...)",
+            m.states.clone(),
+        );
         registry.register(
             "nodescope_balloon_resize_results",
             "Balloon resizes by outcome",
@@ -103,7 +120,14 @@ impl BalloonMetrics {
         for family in [&self.usable, &self.balloon, &self.requested] {
             family.clear();
         }
+        self.states.clear();
         for p in plans {
+            self.states
+                .get_or_create(&NodeState {
+                    node: p.node.clone(),
+                    state: p.state.as_str().into(),
+                })
+                .set(1);
             for r in Resource::ALL {
                 let label = NodeResource {
                     node: p.node.clone(),
@@ -148,6 +172,7 @@ impl BalloonMetrics {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::balloon::{CpuMemory, State};
 
     #[test]
     fn every_outcome_is_exported_from_the_start() {
@@ -161,5 +186,36 @@ mod tests {
             );
         }
         assert!(text.contains("nodescope_balloon_leader 0"), "{text}");
+    }
+
+    fn plan(node: &str, state: State) -> NodePlan {
+        NodePlan {
+            node: node.into(),
+            allocatable: CpuMemory::default(),
+            balloon: CpuMemory::default(),
+            usable: CpuMemory::default(),
+            requested: CpuMemory::default(),
+            free: CpuMemory::default(),
+            state,
+            reason: String::new(),
+            target: None,
+            resize: None,
+        }
+    }
+
+    #[test]
+    fn each_node_has_the_state_of_the_last_pass_and_a_node_that_is_gone_has_none() {
+        let metrics = BalloonMetrics::new();
+        metrics.observe(&[plan("a", State::Refused), plan("b", State::Invalid)]);
+        metrics.observe(&[plan("a", State::Settled)]);
+        let text = metrics.render();
+        let states: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("nodescope_balloon_node_state"))
+            .collect();
+        assert_eq!(
+            states,
+            ["nodescope_balloon_node_state{node=\"a\",state=\"Settled\"} 1"]
+        );
     }
 }

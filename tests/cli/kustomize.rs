@@ -99,7 +99,7 @@ fn a_kustomization_that_renders_an_unknown_kind_is_exit_2_naming_the_document() 
     let output = nodescope(&["dry-run", "-k", "manifests/overlays/cert-manager"]);
     fails_with(
         &output,
-        r#"manifests/overlays/cert-manager/kustomization.yaml: document 23: unknown kind "Certificate" (apiVersion cert-manager.io/v1): it is not built into Kubernetes and no CustomResourceDefinition among the inputs defines it"#,
+        r#"manifests/overlays/cert-manager/kustomization.yaml: document 24: unknown kind "Certificate" (apiVersion cert-manager.io/v1): it is not built into Kubernetes and no CustomResourceDefinition among the inputs defines it"#,
     );
 }
 

@@ -205,7 +205,7 @@ fn a_suites_paths_are_relative_to_the_suite_file_not_to_the_working_directory() 
     .expect("the binary runs");
     assert_exit(&output, 0);
     assert!(
-        stdout(&output).ends_with("98 passed, 0 failed\n"),
+        stdout(&output).ends_with("107 passed, 0 failed\n"),
         "{}",
         stdout(&output)
     );

@@ -9,7 +9,10 @@
 //! requests, limits kept equal; an upsize the node's other pods do not fit
 //! under is refused with an Event and the Node's state annotation; a resize
 //! by anyone else is denied by the policy; `balloon status -o json` shows
-//! the usable capacity; of two controllers only the leader writes.
+//! the usable capacity; of two controllers only the leader writes. The
+//! bundle's node-resizer policy holds the controller's identity to balloon
+//! resizes and nodescope.dev/* annotations of Nodes, which is all the
+//! controller needs.
 
 use crate::support::cluster::{apply, apply_status, documents};
 use crate::support::{eventually, ControlPlane, Process};
@@ -104,9 +107,11 @@ pub async fn run(plane: &ControlPlane) {
     )
     .await;
     let root = env!("CARGO_MANIFEST_DIR");
-    // The policy as the bundle ships it (install applied it already; this
-    // is the same text), and the component's RBAC.
+    // The policies as the bundle ships them (install applied the resizers
+    // ConfigMap already; this is the same text), and the component's RBAC.
     let mut policy = documents(&format!("{root}/policies/balloon-resize.yaml"));
+    let narrowing = documents(&format!("{root}/policies/node-resizer.yaml"));
+    policy.extend(narrowing.iter().cloned());
     policy.sort_by_key(|o| o["kind"] != "ConfigMap");
     let rbac = documents(&format!("{root}/manifests/components/balloon/rbac.yaml"));
     for object in policy.iter().chain(&rbac) {
@@ -130,6 +135,10 @@ pub async fn run(plane: &ControlPlane) {
         "spec": {"nodeName": NODE, "containers": [{"name": "web", "image": "registry.example/web:1", "resources": web}]}})).await;
     apply_status(&client, &status(NS, "web", "web", &web)).await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "kube-system");
+
+    // Before the controllers start: as node-resizer, RBAC lets every write
+    // below through and the node-resizer policy refuses all but the last.
+    narrowed(plane).await;
 
     let kubeconfig = resizer_kubeconfig(plane);
     let (port_a, port_b) = (crate::support::free_port(), crate::support::free_port());
@@ -301,8 +310,108 @@ pub async fn run(plane: &ControlPlane) {
     b.stop(Duration::from_secs(5));
     // The policy stays: removing its param kind's last binding would stop
     // the apiserver following ConfigMaps (kubernetes/kubernetes#130887).
-    for object in rbac.iter().rev() {
+    for object in rbac.iter().rev().chain(narrowing.iter().rev()) {
         crate::support::cluster::delete(&client, object).await;
     }
-    println!("e2e: balloon: set --wait resized the balloon as node-resizer to exactly 2 cpu, 8Gi (limits kept equal); an upsize web did not fit under was refused with an Event and the Node's state; the admin's resize denied by the policy; status -o json showed usable cpu 6, memory 24Gi; one leader of two wrote");
+    println!("e2e: balloon: set --wait resized the balloon as node-resizer to exactly 2 cpu, 8Gi (limits kept equal); an upsize web did not fit under was refused with an Event and the Node's state; the admin's resize denied by the policy; status -o json showed usable cpu 6, memory 24Gi; one leader of two wrote; as node-resizer, resizing web and changing the Node's labels, spec or another annotation were refused by nodescope-node-resizer, a nodescope.dev annotation taken");
+}
+
+/// What the node-resizer policy refuses of kube-system:node-resizer, and
+/// what it lets through; every write a dry run, so nothing changes.
+async fn narrowed(plane: &ControlPlane) {
+    use kube::api::{Patch, PatchParams};
+    let mut config = plane.config().await;
+    config.auth_info.impersonate = Some(RESIZER.to_owned());
+    let resizer = kube::Client::try_from(config).unwrap_or_else(|e| panic!("client: {e}"));
+    let dry = PatchParams {
+        dry_run: true,
+        ..PatchParams::default()
+    };
+    let pods: Api<Pod> = Api::namespaced(resizer.clone(), NS);
+    let nodes: Api<Node> = Api::all(resizer);
+    let prefix = "ValidatingAdmissionPolicy 'nodescope-node-resizer' with binding 'nodescope-node-resizer' denied request: system:serviceaccount:kube-system:node-resizer may ";
+    let resize =
+        json!({"spec": {"containers": [{"name": "web", "resources": {"requests": {"cpu": "3"}}}]}});
+    let refusals = [
+        (
+            "resize web",
+            format!("{prefix}resize only balloon pods (label node.kubernetes.io/balloon: \"true\"), not pod {NS}/web"),
+        ),
+        (
+            "label the Node",
+            format!("{prefix}change only nodescope.dev/* annotations of a Node, not its labels (Node {NODE})"),
+        ),
+        (
+            "cordon the Node",
+            format!("{prefix}change only nodescope.dev/* annotations of a Node, not its spec (Node {NODE})"),
+        ),
+        (
+            "annotate the Node",
+            format!("{prefix}change only nodescope.dev/* annotations of a Node, not annotation example.com/owner of Node {NODE}"),
+        ),
+    ];
+    for (what, message) in refusals {
+        let answer = || async {
+            match what {
+                "resize web" => pods
+                    .patch_subresource("resize", "web", &dry, &Patch::Strategic(&resize))
+                    .await
+                    .map(|_| ()),
+                "label the Node" => nodes
+                    .patch(
+                        NODE,
+                        &dry,
+                        &Patch::Merge(json!({"metadata": {"labels": {"example.com/pool": "a"}}})),
+                    )
+                    .await
+                    .map(|_| ()),
+                "cordon the Node" => nodes
+                    .patch(
+                        NODE,
+                        &dry,
+                        &Patch::Merge(json!({"spec": {"unschedulable": true}})),
+                    )
+                    .await
+                    .map(|_| ()),
+                _ => nodes
+                    .patch(
+                        NODE,
+                        &dry,
+                        &Patch::Merge(
+                            json!({"metadata": {"annotations": {"example.com/owner": "a"}}}),
+                        ),
+                    )
+                    .await
+                    .map(|_| ()),
+            }
+        };
+        // The binding was just applied: wait for the apiserver to enforce it.
+        let status = eventually(&format!("node-resizer may not {what}"), LIMIT, || async {
+            match answer().await {
+                // RBAC's own 403 comes first while the bindings propagate.
+                Err(kube::Error::Api(status))
+                    if status.code == 403 && status.message.contains("nodescope-node-resizer") =>
+                {
+                    Some(status)
+                }
+                _ => None,
+            }
+        })
+        .await;
+        assert!(
+            status.message.ends_with(&message),
+            "{what}: {}",
+            status.message
+        );
+    }
+    let taken = nodes
+        .patch(
+            NODE,
+            &dry,
+            &Patch::Merge(
+                json!({"metadata": {"annotations": {"nodescope.dev/balloon-reason": "e2e"}}}),
+            ),
+        )
+        .await;
+    assert!(taken.is_ok(), "a nodescope.dev annotation: {taken:?}");
 }
