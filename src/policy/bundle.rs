@@ -31,6 +31,10 @@ pub const FILES: &[(&str, &str)] = &[
         include_str!("../../policies/feature-gates.yaml"),
     ),
     (
+        "node-resizer.yaml",
+        include_str!("../../policies/node-resizer.yaml"),
+    ),
+    (
         "vpa-scope-portable.yaml",
         include_str!("../../policies/vpa-scope-portable.yaml"),
     ),
