@@ -1,12 +1,12 @@
 //! `nodescope features` and `features uses`, offline: exact outputs and exit
-//! codes on the fixtures of tests/fixtures/features.
+//! codes on the fixtures of examples/features.
 
 use super::{assert_exit, nodescope, stdout};
 
-const FEATURES: &str = "tests/fixtures/features/features.yaml";
-const VPAS: &str = "tests/fixtures/features/vpas.yaml";
-const ACME_POLICY: &str = "tests/fixtures/features/acme/policy.yaml";
-const ACME_OBJECTS: &str = "tests/fixtures/features/acme/objects.yaml";
+const FEATURES: &str = "examples/features/features.yaml";
+const VPAS: &str = "examples/features/vpas.yaml";
+const ACME_POLICY: &str = "examples/features/acme/policy.yaml";
+const ACME_OBJECTS: &str = "examples/features/acme/objects.yaml";
 
 #[test]
 fn features_lists_each_feature_with_desired_state_and_uses_left() {
@@ -127,8 +127,8 @@ fn features_without_manifests_reads_the_cluster_and_says_when_there_is_none() {
     assert_eq!(stdout(&output), "");
 }
 
-const CLEANUP_FEATURES: &str = "tests/fixtures/features/cleanup/features.yaml";
-const CLEANUP_VPAS: &str = "tests/fixtures/features/cleanup/vpas.yaml";
+const CLEANUP_FEATURES: &str = "examples/features/cleanup/features.yaml";
+const CLEANUP_VPAS: &str = "examples/features/cleanup/vpas.yaml";
 
 #[test]
 fn features_cleanup_dry_run_lists_the_exact_patches_groups_first_and_exits_1() {

@@ -206,7 +206,7 @@ fn features_uses_and_cleanup_without_objects_exit_2_saying_so() {
     ] {
         let args = [
             command.clone(),
-            vec!["--params", "tests/fixtures/features/features.yaml"],
+            vec!["--params", "examples/features/features.yaml"],
         ]
         .concat();
         fails_with(

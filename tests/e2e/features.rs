@@ -280,8 +280,8 @@ pub async fn run(plane: &ControlPlane) {
 /// A third party's Feature, gated by its own policy on its own CRD's kind:
 /// the controller finds its uses through discovery, knowing no kind.
 async fn third_party(client: &kube::Client, running: &Process) {
-    let objects = cluster::documents("tests/fixtures/features/acme/objects.yaml");
-    let policy = cluster::documents("tests/fixtures/features/acme/policy.yaml");
+    let objects = cluster::documents("examples/features/acme/objects.yaml");
+    let policy = cluster::documents("examples/features/acme/policy.yaml");
     for ns in ["acme-system", "ml"] {
         cluster::apply(client, &namespace(ns)).await;
     }
