@@ -183,3 +183,40 @@ async fn a_node_label_change_in_the_store_moves_the_next_pod_to_another_group() 
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+#[tokio::test]
+async fn groups_are_read_as_upstream_reads_them_last_entry_wins_and_empty_groups_are_skipped() {
+    // kubernetes/autoscaler PR #10012 (deed6de9c6),
+    // buildGroupRecommendationLookup: entries fill a map by container name,
+    // and a group without entries is not put in the lookup.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("nodes.yaml"), nodes("zone-a")).unwrap();
+    let entry = |cpu: &str| json!({"containerName": "node-exporter", "target": {"cpu": cpu, "memory": "100Mi"}});
+    let mut vpa = vpa(
+        "by-zone",
+        "node-exporter",
+        "topology.kubernetes.io/zone",
+        &[],
+    );
+    vpa["status"]["recommendationGroups"] = json!([
+        {"scopeValue": "zone-a", "containerRecommendations": [entry("150m")]},
+        {"scopeValue": "zone-a", "containerRecommendations": []},
+        {"scopeValue": "zone-b", "containerRecommendations": [entry("250m"), entry("260m")]},
+    ]);
+    std::fs::write(
+        dir.path().join("by-zone.json"),
+        serde_json::to_vec(&vpa).unwrap(),
+    )
+    .unwrap();
+    let server = Server::start(&[&format!("--store=file:{}", dir.path().display())]);
+    assert_eq!(
+        cpu(&server, review("node-exporter", "n1")).await,
+        ("150m".into(), Value::Null),
+        "the later, empty zone-a group does not replace the earlier one"
+    );
+    assert_eq!(
+        cpu(&server, review("node-exporter", "n2")).await,
+        ("260m".into(), Value::Null),
+        "the later entry for node-exporter wins"
+    );
+}

@@ -34,6 +34,28 @@ pub(crate) fn scale_proportionally(
     base: &Quantity,
     result: &Quantity,
 ) -> Option<(Quantity, bool)> {
+    scale(resource, scaled, base, result, false)
+}
+
+/// [`scale_proportionally`] rounded up to the next millicore for CPU
+/// (upstream's `roundUpToFullUnit`): raising a pod to a LimitRange's min
+/// must not leave it a millicore short. Memory is in whole units already.
+fn scale_proportionally_up(
+    resource: &str,
+    scaled: &Quantity,
+    base: &Quantity,
+    result: &Quantity,
+) -> Option<(Quantity, bool)> {
+    scale(resource, scaled, base, result, resource == CPU)
+}
+
+fn scale(
+    resource: &str,
+    scaled: &Quantity,
+    base: &Quantity,
+    result: &Quantity,
+    up: bool,
+) -> Option<(Quantity, bool)> {
     let unit = |q: &Quantity| {
         if resource == CPU {
             i128::from(q.milli_value())
@@ -45,7 +67,11 @@ pub(crate) fn scale_proportionally(
     if base_units == 0 {
         return None;
     }
-    let value = (unit(scaled) * unit(result)).div_euclid(base_units);
+    let product = unit(scaled) * unit(result);
+    let mut value = product.div_euclid(base_units);
+    if up && product.rem_euclid(base_units) != 0 {
+        value += 1;
+    }
     let (value, capped) = match i64::try_from(value) {
         Ok(v) => (v, false),
         Err(_) => (i64::MAX, true),
@@ -296,17 +322,22 @@ fn cap_pod_resource(members: &mut [PodMember<'_>], lr: &LimitRangeItem, r: &str)
     if min <= sum_limit && min <= sum_rec && (max.is_zero() || max >= sum_limit) {
         return;
     }
-    let rescale = |members: &mut [PodMember<'_>], base: &Quantity, total: &Quantity| {
+    let rescale = |members: &mut [PodMember<'_>], base: &Quantity, total: &Quantity, up: bool| {
+        let scale = if up {
+            scale_proportionally_up
+        } else {
+            scale_proportionally
+        };
         for m in members.iter_mut() {
             if let Some(rec) = m.target.get_mut(r) {
-                if let Some((q, _)) = scale_proportionally(r, rec, base, total) {
+                if let Some((q, _)) = scale(r, rec, base, total) {
                     *rec = q;
                 }
             }
         }
     };
     if min > sum_rec && !sum_limit.is_zero() {
-        rescale(members, &sum_rec, &min);
+        rescale(members, &sum_rec, &min, true);
         return;
     }
     if sum_limit.is_zero() {
@@ -319,5 +350,5 @@ fn cap_pod_resource(members: &mut [PodMember<'_>], lr: &LimitRangeItem, r: &str)
     if !max.is_zero() && max < sum_limit {
         total = max;
     }
-    rescale(members, &sum_limit, &total);
+    rescale(members, &sum_limit, &total, false);
 }

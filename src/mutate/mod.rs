@@ -10,6 +10,7 @@
 //! mutation on its own output yields an empty patch: the apiserver may call
 //! a webhook again (reinvocation) and a second pass must be a no-op.
 
+mod annotations;
 mod capping;
 pub mod mark;
 pub mod pod;
@@ -22,6 +23,7 @@ pub use crate::vpa::{NodeLabel, NodeLabels, Placement, ScopeKey};
 
 use crate::quantity::Quantity;
 
+use self::annotations::annotation_ops;
 use self::capping::{Current, PodMember};
 pub use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
@@ -250,10 +252,35 @@ fn plan_containers(
     unusable: &mut usize,
 ) -> Vec<Plan> {
     let mut members = Vec::new();
+    let pod_lr = effective_limit_range(limit_ranges, LimitKind::Pod);
     for (index, c) in pod.spec.containers.iter().enumerate() {
         let name = &*c.name;
         let policy = vpa.container_policy(name);
+        let recorded = originals.and_then(|o| o.get(name));
+        let marked = recorded.is_some();
+        let (request_texts, limit_texts) = recorded.unwrap_or((c.requests(), c.limits()));
+        let requests_only =
+            policy.is_some_and(|p| p.controlled_values == ControlledValues::RequestsOnly);
+        // Under a Pod LimitRange upstream gives a container without a
+        // recommendation one equal to its requests
+        // (`insertRequestsForMissingRecommendations`), so it counts in the
+        // pod's sums, is scaled with the others and is patched. A container
+        // of mode Off has none upstream (its recommender leaves it out).
+        let insert = |warnings: &mut Vec<String>| {
+            pod_lr.as_ref()?;
+            let requests = parse_list(request_texts, "requests", name, warnings)?;
+            let limits = parse_list(limit_texts, "limits", name, warnings)?;
+            (!requests.is_empty()).then(|| Member {
+                index,
+                target: requests.clone(),
+                requests,
+                limits,
+                requests_only,
+                marked,
+            })
+        };
         if policy.is_some_and(|p| p.mode == ContainerMode::Off) {
+            members.extend(insert(warnings));
             continue;
         }
         let default_controlled = crate::vpa::default_controlled_resources();
@@ -273,19 +300,17 @@ fn plan_containers(
             .map(|(r, q)| (resource_name(r), q))
             .collect();
         if target.is_empty() {
+            if recs.target(name).next().is_none() {
+                members.extend(insert(warnings));
+            }
             continue;
         }
-        let recorded = originals.and_then(|o| o.get(name));
-        let marked = recorded.is_some();
-        let (requests, limits) = recorded.unwrap_or((c.requests(), c.limits()));
-        let Some(requests) = parse_list(requests, "requests", name, warnings) else {
+        let Some(requests) = parse_list(request_texts, "requests", name, warnings) else {
             continue;
         };
-        let Some(limits) = parse_list(limits, "limits", name, warnings) else {
+        let Some(limits) = parse_list(limit_texts, "limits", name, warnings) else {
             continue;
         };
-        let requests_only =
-            policy.is_some_and(|p| p.controlled_values == ControlledValues::RequestsOnly);
         members.push(Member {
             index,
             requests,
@@ -297,7 +322,7 @@ fn plan_containers(
     }
 
     // Upstream caps the pod as a whole first, then each container.
-    if let Some(pod_lr) = effective_limit_range(limit_ranges, LimitKind::Pod) {
+    if let Some(pod_lr) = pod_lr {
         let mut view: Vec<PodMember<'_>> = members
             .iter_mut()
             .map(|m| PodMember {
@@ -433,80 +458,6 @@ fn container_ops(c: &ContainerView<'_>, plan: &Plan, patch: &mut Patch) {
                 container_path(plan.index, &["resources", field, r]),
                 PatchValue::Text(text),
             );
-        }
-    }
-}
-
-/// The `vpaUpdates` text, worded like upstream `CalculatePatches`.
-fn updates_annotation(vpa: &VpaPolicy, plans: &[Plan]) -> Option<String> {
-    let mut text = String::new();
-    for (n, p) in plans
-        .iter()
-        .filter(|p| !p.requests.is_empty() || !p.limits.is_empty())
-        .enumerate()
-    {
-        if n == 0 {
-            text.push_str("Pod resources updated by ");
-            text.push_str(&vpa.name);
-            text.push_str(": ");
-        } else {
-            text.push_str("; ");
-        }
-        text.push_str("container ");
-        text.push_str(itoa::Buffer::new().format(p.index));
-        text.push_str(": ");
-        let parts = p.notes.iter().map(String::as_str).map(|n| (n, ""));
-        let requests = p.requests.keys().map(|r| (r, " request"));
-        let limits = p.limits.keys().map(|r| (r, " limit"));
-        for (i, (part, tail)) in parts.chain(requests).chain(limits).enumerate() {
-            if i > 0 {
-                text.push_str(", ");
-            }
-            text.push_str(part);
-            text.push_str(tail);
-        }
-    }
-    (!text.is_empty()).then_some(text)
-}
-
-fn annotation_ops(
-    pod: &PodView<'_>,
-    vpa: &VpaPolicy,
-    plans: &[Plan],
-    resources_changed: bool,
-    new_mark: Option<String>,
-    patch: &mut Patch,
-) {
-    let mut observed = String::new();
-    for (i, c) in pod.spec.containers.iter().enumerate() {
-        if i > 0 {
-            observed.push_str(", ");
-        }
-        observed.push_str(&c.name);
-    }
-    // Upstream order: the updates annotation, then the observed containers.
-    let mut wanted: Vec<(&str, String)> = Vec::with_capacity(2);
-    if let Some(text) = updates_annotation(vpa, plans) {
-        // An unchanged pod keeps its record of the pass that changed it, so a
-        // second pass (whose notes can differ, e.g. no overflow) is a no-op.
-        if resources_changed || pod.annotation(UPDATES_ANNOTATION).is_none() {
-            wanted.push((UPDATES_ANNOTATION, text));
-        }
-    }
-    wanted.push((OBSERVED_CONTAINERS_ANNOTATION, observed));
-    if let Some(mark) = new_mark {
-        wanted.push((mark::ORIGINAL_RESOURCES_ANNOTATION, mark));
-    }
-    if pod.metadata.annotations.is_none() {
-        let map = wanted.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        patch.add("/metadata/annotations".to_owned(), PatchValue::Map(map));
-        return;
-    }
-    for (key, value) in wanted {
-        if pod.annotation(key) != Some(value.as_str()) {
-            let mut path = String::from("/metadata/annotations");
-            patch::push_token(&mut path, key);
-            patch.add(path, PatchValue::Text(value));
         }
     }
 }

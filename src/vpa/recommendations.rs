@@ -134,9 +134,13 @@ impl<'t> RecommendationRow<'t> {
 }
 
 impl RecommendationTable {
-    /// A table from whole groups; later groups for the same node replace
-    /// earlier ones and, within a group, the first entry for a container wins
-    /// (as upstream's lookup by name finds the first).
+    /// A table from whole groups, read as AEP-10031's admission controller
+    /// reads them (`buildGroupRecommendationLookup`, kubernetes/autoscaler
+    /// PR #10012 at deed6de9c6): within a group the last entry for a
+    /// container wins, a group without entries is skipped, and a later
+    /// group for the same value replaces an earlier one. In the aggregate
+    /// the first entry wins, as upstream's `GetRecommendationForContainer`
+    /// finds the first.
     pub fn new<'a>(
         groups: impl IntoIterator<Item = (&'a str, &'a [ContainerRecommendation])>,
         aggregate: Option<&[ContainerRecommendation]>,
@@ -195,6 +199,12 @@ pub struct TableBuilder {
     /// (row, column, value) in arrival order; overflow cells hold an index
     /// into `exact`.
     cells: Vec<(u32, u16, Packed)>,
+    /// The group whose row starts with its first entry: upstream skips a
+    /// group without entries, so it must not replace an earlier one.
+    pending: Option<Arc<str>>,
+    /// Whether a repeated container replaces the earlier entry (groups) or
+    /// is ignored (the aggregate).
+    last_wins: bool,
     exact: Vec<Quantity>,
     next_row: u32,
     /// Containers already seen in the current row, and the current one's
@@ -206,15 +216,25 @@ pub struct TableBuilder {
 }
 
 impl TableBuilder {
-    /// Starts the row of `node` (replacing an earlier group of that node).
+    /// Starts the group of `node`. It replaces an earlier group of that
+    /// node once it has an entry; a group without any is skipped.
     pub fn group(&mut self, node: Arc<str>) {
-        let row = self.start_row();
-        self.rows.insert(node, row);
+        self.end_row();
+        self.pending = Some(node);
+        self.last_wins = true;
     }
 
     /// Starts the aggregate row.
     pub fn aggregate(&mut self) {
+        self.end_row();
         self.aggregate = Some(self.start_row());
+        self.last_wins = false;
+    }
+
+    fn end_row(&mut self) {
+        self.pending = None;
+        self.row_containers.clear();
+        self.container = None;
     }
 
     fn start_row(&mut self) -> u32 {
@@ -225,12 +245,20 @@ impl TableBuilder {
         row
     }
 
-    /// Starts `container`'s entry in the current row; false (and its values
-    /// are then ignored) when the row already has one for that container.
+    /// Starts `container`'s entry in the current row. A repeated container
+    /// replaces its earlier entry in a group; in the aggregate it is
+    /// ignored, and this returns false (its values are then dropped).
     pub fn container(&mut self, name: &str) -> bool {
+        if let Some(node) = self.pending.take() {
+            let row = self.start_row();
+            self.rows.insert(node, row);
+        }
         if self.row_containers.iter().any(|c| &**c == name) {
             self.container = None;
-            return false;
+            if !self.last_wins {
+                return false;
+            }
+            self.forget(name);
         }
         let name: Arc<str> = self
             .columns
@@ -302,6 +330,20 @@ impl TableBuilder {
         }
         let why = format!("its {resource} target {text:?} {why}");
         self.unusable.push((row, container.clone(), why.into()));
+    }
+
+    /// Drops what the current row holds for `container`: a later entry
+    /// replaces it whole, resources it lacks included.
+    fn forget(&mut self, container: &str) {
+        let Some(row) = self.next_row.checked_sub(1) else {
+            return;
+        };
+        let columns = &self.columns;
+        self.cells
+            .retain(|(r, col, _)| *r != row || &*columns[*col as usize].0 != container);
+        self.unusable
+            .retain(|(r, c, _)| *r != row || &**c != container);
+        self.row_containers.retain(|c| &**c != container);
     }
 
     /// The dense table.
@@ -376,90 +418,5 @@ impl Packed {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn q(text: &str) -> Quantity {
-        Quantity::parse(text).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn rec(container: &str, target: &[(&str, &str)]) -> ContainerRecommendation {
-        ContainerRecommendation {
-            container_name: container.to_owned(),
-            target: target
-                .iter()
-                .map(|(r, v)| ((*r).to_owned(), q(v)))
-                .collect(),
-        }
-    }
-
-    fn printed(row: RecommendationRow<'_>, container: &str) -> Vec<(String, String)> {
-        row.target(container)
-            .map(|(r, v)| (r.to_owned(), v.to_string()))
-            .collect()
-    }
-
-    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-        list.iter()
-            .map(|(a, b)| ((*a).to_owned(), (*b).to_owned()))
-            .collect()
-    }
-
-    #[test]
-    fn values_come_back_exactly_with_their_format_packed_or_not() {
-        // 100n and 2^62 m are not milli-exact in an i64: they take the
-        // overflow path and must still print as they were written.
-        let recs = [rec(
-            "c",
-            &[
-                ("cpu", "100n"),
-                ("memory", "180Mi"),
-                ("example.com/big", "4611686018427387904"),
-                ("example.com/exp", "12e6"),
-                ("ephemeral-storage", "1.5Gi"),
-            ],
-        )];
-        let table = RecommendationTable::new([("n1", &recs[..])], None);
-        let row = table.group("n1").unwrap_or_else(|| panic!("no row"));
-        assert_eq!(
-            printed(row, "c"),
-            pairs(&[
-                ("cpu", "100n"),
-                ("ephemeral-storage", "1536Mi"),
-                ("example.com/big", "4611686018427387904"),
-                ("example.com/exp", "12e6"),
-                ("memory", "180Mi"),
-            ])
-        );
-        assert_eq!(table.overflow.len(), 2);
-    }
-
-    #[test]
-    fn groups_may_differ_in_containers_and_the_first_entry_for_a_container_wins() {
-        let a = [rec("x", &[("cpu", "1")]), rec("x", &[("cpu", "2")])];
-        let b = [rec("y", &[("memory", "1Gi")])];
-        let table = RecommendationTable::new([("a", &a[..]), ("b", &b[..])], None);
-        let row = |n: &str| table.group(n).unwrap_or_else(|| panic!("no row {n}"));
-        assert_eq!(printed(row("a"), "x"), pairs(&[("cpu", "1")]));
-        assert_eq!(printed(row("a"), "y"), pairs(&[]));
-        assert_eq!(printed(row("b"), "y"), pairs(&[("memory", "1Gi")]));
-        assert_eq!(printed(row("b"), "x"), pairs(&[]));
-        assert!(table.group("c").is_none());
-        assert!(table.aggregate().is_none());
-    }
-
-    #[test]
-    fn a_later_group_for_the_same_node_replaces_the_earlier_one() {
-        let old = [rec("x", &[("cpu", "1"), ("memory", "1Gi")])];
-        let new = [rec("x", &[("cpu", "3")])];
-        let agg = [rec("x", &[("cpu", "250m")])];
-        let table = RecommendationTable::new([("a", &old[..]), ("a", &new[..])], Some(&agg));
-        let row = table.group("a").unwrap_or_else(|| panic!("no row"));
-        assert_eq!(printed(row, "x"), pairs(&[("cpu", "3")]));
-        let aggregate = table.aggregate().unwrap_or_else(|| panic!("no aggregate"));
-        assert_eq!(printed(aggregate, "x"), pairs(&[("cpu", "250m")]));
-        assert_eq!(table.group_count(), 1);
-        // The replaced row is dropped: one node row plus the aggregate.
-        assert_eq!(table.cells.len(), 2 * table.columns.len());
-    }
-}
+#[path = "recommendations_tests.rs"]
+mod tests;

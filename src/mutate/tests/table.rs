@@ -255,6 +255,79 @@ fn cases() -> Vec<Case> {
             ]),
         },
         Case {
+            // Upstream's insertRequestsForMissingRecommendations: the sidecar
+            // has no recommendation, so it counts at its 500m request; 572m
+            // is within min, and app keeps its own 72m (counted alone, 72m
+            // would be scaled to 206m, a 412m limit, and with the sidecar's
+            // 500m the pod would break the max).
+            name: "under a pod limit range a container without a recommendation counts at its requests",
+            pod: pod(json!([
+                {"name": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+                {"name": "sidecar", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}},
+            ])),
+            vpa: vpa(vec![rec("app", &[("cpu", "72m")])], vec![]),
+            lrs: vec![lr(LimitKind::Pod, |l| {
+                l.min = list(&[("cpu", "206m")]);
+                l.max = list(&[("cpu", "700m")]);
+            })],
+            want: json!([
+                add("/spec/containers/0/resources/requests/cpu", json!("72m")),
+                add("/spec/containers/0/resources/limits/cpu", json!("144m")),
+                updates(&format!("container 0: {NO_MEM_LIMIT}, cpu request, cpu limit; container 1: {NO_MEM_LIMIT}, cpu request, cpu limit")),
+                observed("app, sidecar"),
+            ]),
+        },
+        Case {
+            name: "under a pod limit range max a container without a recommendation is scaled with the others",
+            pod: pod(json!([
+                {"name": "app", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+                {"name": "sidecar", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "500m"}}},
+            ])),
+            vpa: vpa(vec![rec("app", &[("cpu", "72m")])], vec![]),
+            lrs: vec![lr(LimitKind::Pod, |l| l.max = list(&[("cpu", "600m")]))],
+            // Limits 144m + 500m = 644m over 600m: each target times 600/644,
+            // rounded down (72m -> 67m, 500m -> 465m).
+            want: json!([
+                add("/spec/containers/0/resources/requests/cpu", json!("67m")),
+                add("/spec/containers/0/resources/limits/cpu", json!("134m")),
+                add("/spec/containers/1/resources/requests/cpu", json!("465m")),
+                add("/spec/containers/1/resources/limits/cpu", json!("465m")),
+                updates(&format!("container 0: {NO_MEM_LIMIT}, cpu request, cpu limit; container 1: {NO_MEM_LIMIT}, cpu request, cpu limit")),
+                observed("app, sidecar"),
+            ]),
+        },
+        Case {
+            // Upstream's recommender leaves a mode-Off container out, so its
+            // admission inserts it at its requests and lists it.
+            name: "under a pod limit range a mode off container is listed at its requests",
+            pod: pod(c1(json!({"requests": {"cpu": "100m"}}))),
+            vpa: vpa(
+                vec![rec("ghost", &[("cpu", "1")])],
+                vec![policy("c1", |p| p.mode = ContainerMode::Off)],
+            ),
+            lrs: vec![lr(LimitKind::Pod, |l| l.min = list(&[("cpu", "50m")]))],
+            want: json!([updates("container 0: cpu request"), observed("c1")]),
+        },
+        Case {
+            // roundUpToFullUnit: 70m x 205/100 = 143.5m and 30m x 205/100 =
+            // 61.5m are raised to 144m and 62m, so the sum reaches the min.
+            name: "scaling up to a pod limit range min rounds cpu up to the millicore",
+            pod: pod(json!([
+                {"name": "c1", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+                {"name": "c2", "resources": {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}},
+            ])),
+            vpa: vpa(vec![rec("c1", &[("cpu", "70m")]), rec("c2", &[("cpu", "30m")])], vec![]),
+            lrs: vec![lr(LimitKind::Pod, |l| l.min = list(&[("cpu", "205m")]))],
+            want: json!([
+                add("/spec/containers/0/resources/requests/cpu", json!("144m")),
+                add("/spec/containers/0/resources/limits/cpu", json!("288m")),
+                add("/spec/containers/1/resources/requests/cpu", json!("62m")),
+                add("/spec/containers/1/resources/limits/cpu", json!("124m")),
+                updates(&format!("container 0: {NO_MEM_LIMIT}, cpu request, cpu limit; container 1: {NO_MEM_LIMIT}, cpu request, cpu limit")),
+                observed("c1, c2"),
+            ]),
+        },
+        Case {
             name: "resource names are escaped as json pointer tokens",
             pod: pod(c1(json!({"requests": {"example.com/gpu": "1"}}))),
             vpa: vpa(
