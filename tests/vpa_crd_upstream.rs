@@ -22,6 +22,19 @@ const OURS: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/manifests/components/vpa-crd/vpa-crd.yaml"
 );
+/// Upstream's released checkpoint CRD, and PR #10012's with `scopeValue`.
+const UPSTREAM_CHECKPOINT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/upstream/vpa-checkpoint-crd-released.yaml"
+);
+const PR_CHECKPOINT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/upstream/vpa-checkpoint-crd.yaml"
+);
+const OURS_CHECKPOINT: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/manifests/components/vpa-crd/vpa-checkpoint-crd.yaml"
+);
 
 /// Schema keywords that decide what a field accepts or how it is stored:
 /// nodescope's value must be upstream's wherever upstream has the field,
@@ -303,6 +316,25 @@ fn the_vpa_crd_adds_scope_recommendation_groups_their_rules_and_the_scope_column
             "v1: status.recommendationGroups",
         ]
     );
+}
+
+#[test]
+fn the_checkpoint_crd_is_upstreams_released_one_plus_scope_value_as_pr_10012_defines_it() {
+    let released = load(UPSTREAM_CHECKPOINT);
+    assert_eq!(
+        released["metadata"]["name"],
+        "verticalpodautoscalercheckpoints.autoscaling.k8s.io"
+    );
+    let ours = load(OURS_CHECKPOINT);
+    let comparison = Comparison::of(&released, &ours);
+    assert!(
+        comparison.differences.is_empty(),
+        "nodescope's checkpoint CRD differs from upstream's:\n{}",
+        comparison.differences.join("\n")
+    );
+    assert_eq!(comparison.additions, ["v1: spec.scopeValue"]);
+    // The field itself is the PR's, description included.
+    assert_eq!(ours["spec"], load(PR_CHECKPOINT)["spec"]);
 }
 
 #[test]
