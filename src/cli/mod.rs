@@ -8,6 +8,7 @@ pub mod balloon_controller;
 mod certs;
 mod demo;
 pub mod dry_run;
+pub mod feature_gates;
 pub mod features;
 mod features_cleanup;
 mod features_list;

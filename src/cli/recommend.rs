@@ -177,6 +177,11 @@ pub struct UpstreamFlags {
     /// notion of an aggregate that is not empty).
     #[arg(long, default_value_t = 1, value_parser = flags::count_u64, allow_negative_numbers = true)]
     pub group_min_samples: u64,
+    /// Alpha features, as upstream's `--feature-gates`: `PerVPAConfig=true`
+    /// lets a VPA's container policies set their own oomBumpUpRatio,
+    /// oomMinBumpUp and memory aggregation window.
+    #[arg(long, default_value = "", value_parser = super::feature_gates::parse)]
+    pub feature_gates: super::feature_gates::FeatureGates,
 }
 
 fn millis(d: Duration) -> i64 {
@@ -202,6 +207,8 @@ impl UpstreamFlags {
                 },
                 window_length_ms: interval_ms
                     .saturating_mul(self.memory_aggregation_interval_count.max(1)),
+                interval_count: self.memory_aggregation_interval_count.max(1),
+                per_vpa_config: self.feature_gates.per_vpa_config,
             },
             status: StatusConfig {
                 recommender: RecommenderConfig {

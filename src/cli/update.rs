@@ -67,6 +67,11 @@ pub struct UpdateArgs {
     /// pod updated at once.
     #[arg(long, default_value = "10m", value_parser = parse_duration)]
     pub evict_after_oom_threshold: Duration,
+    /// Alpha features, as upstream's `--feature-gates`: `PerVPAConfig=true`
+    /// lets a VPA's `updatePolicy.evictAfterOOMSeconds` replace
+    /// `--evict-after-oom-threshold` for its pods.
+    #[arg(long, default_value = "", value_parser = super::feature_gates::parse)]
+    pub feature_gates: super::feature_gates::FeatureGates,
     /// Evict only while nodescope's webhook renews its status Lease: an
     /// evicted DaemonSet pod comes back through admission.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -132,6 +137,7 @@ impl UpdateArgs {
             eviction_tolerance: self.eviction_tolerance,
             in_place_skip_disruption_budget: self.in_place_skip_disruption_budget,
             missing: self.missing_node_recommendation.into(),
+            per_vpa_config: self.feature_gates.per_vpa_config,
         }
     }
 

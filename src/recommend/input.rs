@@ -76,6 +76,9 @@ pub struct ScopedVpa {
     pub recommenders: Vec<String>,
     /// `spec.resourcePolicy.containerPolicies`, quantities parsed.
     pub policies: Vec<ContainerPolicy>,
+    /// The policies' per-VPA overrides (AEP-8026), by container name (or
+    /// `*`); only policies that override something.
+    pub per_vpa: Vec<(String, super::per_vpa::PerVpaConfig)>,
     /// The status as read, to compare with before writing.
     pub status: Value,
 }
@@ -130,7 +133,9 @@ impl ScopedVpa {
             .enumerate()
             .map(|(i, p)| container_policy(&object, i, p))
             .collect::<Result<_, _>>()?;
+        let per_vpa = per_vpa_configs(&object, value)?;
         Ok(Some(ScopedVpa {
+            per_vpa,
             namespace: vpa.metadata.namespace,
             name: vpa.metadata.name,
             generation: vpa.metadata.generation,
@@ -153,6 +158,17 @@ impl ScopedVpa {
         }
     }
 
+    /// The per-VPA overrides for `container`: its own policy's, else the
+    /// `*` one's, as upstream picks the policy.
+    #[must_use]
+    pub fn per_vpa_config(&self, container: &str) -> Option<&super::per_vpa::PerVpaConfig> {
+        let by = |name: &str| self.per_vpa.iter().find(|(n, _)| n == name).map(|(_, c)| c);
+        if self.policies.iter().any(|p| p.container_name == container) {
+            return by(container);
+        }
+        by("*")
+    }
+
     /// upstream `GetContainerResourcePolicy`: the container's own policy,
     /// else the `*` one.
     #[must_use]
@@ -169,6 +185,36 @@ impl ScopedVpa {
         self.policy(container)
             .is_none_or(|p| p.mode != ContainerMode::Off)
     }
+}
+
+/// The per-VPA overrides of each container policy that has any.
+fn per_vpa_configs(
+    object: &str,
+    value: &Value,
+) -> Result<Vec<(String, super::per_vpa::PerVpaConfig)>, InputError> {
+    let policies = value
+        .pointer("/spec/resourcePolicy/containerPolicies")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, p) in policies.iter().enumerate() {
+        let config = super::per_vpa::PerVpaConfig::from_policy(p).map_err(|(field, why)| {
+            input_error(
+                object,
+                &format!("spec.resourcePolicy.containerPolicies[{i}].{field}"),
+                why,
+            )
+        })?;
+        if !config.is_empty() {
+            let name = p
+                .get("containerName")
+                .and_then(Value::as_str)
+                .unwrap_or("*");
+            out.push((name.to_owned(), config));
+        }
+    }
+    Ok(out)
 }
 
 fn container_policy(

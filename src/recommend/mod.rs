@@ -43,6 +43,7 @@ mod gomath;
 pub mod histogram;
 pub mod input;
 pub mod model;
+pub mod per_vpa;
 pub mod recording;
 pub mod replay;
 pub mod scheme;

@@ -25,6 +25,12 @@ pub struct ModelConfig {
     /// `--memory-aggregation-interval` × `--memory-aggregation-interval-count`:
     /// an aggregate without a sample for this long is dropped.
     pub window_length_ms: i64,
+    /// `--memory-aggregation-interval-count`, for a VPA that overrides only
+    /// the interval.
+    pub interval_count: i64,
+    /// `--feature-gates PerVPAConfig=true`: the VPAs' own OOM bump and
+    /// memory window ([`super::per_vpa`]) apply.
+    pub per_vpa_config: bool,
 }
 
 /// `namespace/name` of a VPA.

@@ -12,6 +12,8 @@ fn config() -> ModelConfig {
             oom_min_bump_up_bytes: 104_857_600.0,
         },
         window_length_ms: 8 * 24 * 3_600_000,
+        interval_count: 8,
+        per_vpa_config: false,
     }
 }
 
@@ -306,4 +308,101 @@ fn a_pod_whose_node_changes_value_starts_its_window_afresh_in_the_new_group() {
     assert_eq!(samples(&h, "a"), 1);
     assert_eq!(samples(&h, "b"), 1);
     assert_eq!(h.pods["monitoring/p1"].value.as_deref(), Some("b"));
+}
+
+#[test]
+fn a_vpas_own_oom_bump_up_ratio_changes_only_that_vpas_groups_and_only_under_the_gate() {
+    let scoped = |name: &str, policies: serde_json::Value| {
+        ScopedVpa::from_value(&json!({
+            "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": name, "namespace": "monitoring", "generation": 1},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": name},
+                     "scope": "zone", "resourcePolicy": {"containerPolicies": policies}},
+        }))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("{name} is scoped"))
+    };
+    let vpas = [
+        scoped(
+            "agent",
+            json!([{"containerName": "*", "oomBumpUpRatio": "3"}]),
+        ),
+        scoped("logger", json!([])),
+    ];
+    let oomed = |name: &str, daemonset: &str| {
+        let mut p = pod(name, "n1");
+        p.daemonset = daemonset.into();
+        p.oom_kills.push(("agent".into(), at(0)));
+        p
+    };
+    let pods = [oomed("p1", "agent"), oomed("q1", "logger")];
+    let run = |gate: bool| {
+        let mut config = config();
+        config.per_vpa_config = gate;
+        let mut h = History::default();
+        for minute in 0..3 {
+            step(
+                &mut h,
+                &config,
+                &vpas,
+                &pods,
+                &nodes(),
+                &[
+                    usage("p1", minute, 10, 100 << 20),
+                    usage("q1", minute, 10, 100 << 20),
+                ],
+                at(minute),
+            );
+        }
+        h
+    };
+    let (on, off) = (run(true), run(false));
+    let peak = |h: &History, pod: &str| h.pods[pod].containers[0].2.oom_peak;
+    // max(256Mi + 100Mi, 3 × 256Mi) = 768Mi for agent's pod; logger keeps
+    // the flags' max(256Mi + 100Mi, 1.2 × 256Mi) = 356Mi.
+    assert_eq!(peak(&on, "monitoring/p1"), 768 << 20);
+    assert_eq!(peak(&on, "monitoring/q1"), 356 << 20);
+    assert_eq!(peak(&off, "monitoring/p1"), 356 << 20);
+    assert_eq!(on.vpas["monitoring/logger"], off.vpas["monitoring/logger"]);
+    assert_ne!(on.vpas["monitoring/agent"], off.vpas["monitoring/agent"]);
+}
+
+#[test]
+fn a_vpas_own_memory_window_decides_when_its_history_expires() {
+    let mut agent = vpa("zone");
+    agent.per_vpa = vec![(
+        "*".into(),
+        crate::recommend::per_vpa::PerVpaConfig {
+            memory_aggregation_interval_count: Some(1),
+            ..Default::default()
+        },
+    )];
+    let mut config = config();
+    config.per_vpa_config = true;
+    let mut h = History::default();
+    let p = pod("p1", "n1");
+    step(
+        &mut h,
+        &config,
+        &[agent.clone()],
+        std::slice::from_ref(&p),
+        &nodes(),
+        &[usage("p1", 0, 10, 1 << 20)],
+        at(0),
+    );
+    // One day (1 × 24h) later the group is gone; under the flags' 8 days
+    // it would stay.
+    step(
+        &mut h,
+        &config,
+        &[agent.clone()],
+        std::slice::from_ref(&p),
+        &nodes(),
+        &[],
+        at(24 * 60 - 1),
+    );
+    assert_eq!(samples(&h, "a"), 1);
+    step(&mut h, &config, &[agent], &[p], &nodes(), &[], at(24 * 60));
+    assert_eq!(samples(&h, "a"), 0);
 }

@@ -148,6 +148,8 @@ impl Replay {
                     oom_min_bump_up_bytes: 100.0 * 1024.0 * 1024.0,
                 },
                 window_length_ms: 8 * DAY_MS,
+                interval_count: 8,
+                per_vpa_config: false,
             },
             status: StatusConfig {
                 recommender: super::estimate::RecommenderConfig::default(),

@@ -213,6 +213,26 @@ pub(crate) fn vpa_policy(
             .as_ref()
             .and_then(|p| p.update_mode.as_deref()),
     )?;
+    let evict_after_oom_seconds = match spec
+        .update_policy
+        .as_ref()
+        .and_then(|p| p.extra.get("evictAfterOOMSeconds"))
+    {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => match v.as_i64().filter(|s| (1..=i64::from(i32::MAX)).contains(s)) {
+            Some(s) => Some(s),
+            None => {
+                return Err(ConvertError {
+                    object,
+                    field: "spec.updatePolicy.evictAfterOOMSeconds".into(),
+                    reason: format!(
+                        "{v} is not a whole number of seconds from 1 to {}",
+                        i32::MAX
+                    ),
+                })
+            }
+        },
+    };
     let mut container_policies = Vec::new();
     for (i, p) in spec
         .resource_policy
@@ -275,6 +295,7 @@ pub(crate) fn vpa_policy(
         update_mode: mode,
         container_policies,
         recommendations,
+        evict_after_oom_seconds,
     })
 }
 

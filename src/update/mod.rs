@@ -46,6 +46,10 @@ pub struct UpdateConfig {
     pub in_place_skip_disruption_budget: bool,
     /// As the webhook's `--missing-node-recommendation`.
     pub missing: MissingNodeRecommendation,
+    /// `--feature-gates PerVPAConfig=true`: a VPA's
+    /// `evictAfterOOMSeconds` replaces `--evict-after-oom-threshold` for
+    /// its pods.
+    pub per_vpa_config: bool,
 }
 
 impl Default for UpdateConfig {
@@ -56,6 +60,7 @@ impl Default for UpdateConfig {
             eviction_tolerance: 0.5,
             in_place_skip_disruption_budget: false,
             missing: MissingNodeRecommendation::Aggregate,
+            per_vpa_config: false,
         }
     }
 }

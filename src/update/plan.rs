@@ -259,6 +259,7 @@ impl Group<'_> {
             let why = Why {
                 priority: &priority,
                 quick_oom,
+                oom_threshold_of_vpa: self.oom_threshold_of_vpa(),
                 threshold: self.config.priority.min_change_priority,
             };
             let decision = if in_place {
@@ -337,6 +338,13 @@ impl Group<'_> {
 
     /// Upstream's `AddPod` for one pod: its priority, or what to do instead
     /// and why (held back for now, or nothing to do).
+    /// The VPA's `evictAfterOOMSeconds`, when the gate lets it count.
+    fn oom_threshold_of_vpa(&self) -> Option<i64> {
+        self.vpa
+            .evict_after_oom_seconds
+            .filter(|_| self.config.per_vpa_config)
+    }
+
     fn prioritize(
         &self,
         pod: &RunningPod,
@@ -373,14 +381,19 @@ impl Group<'_> {
             requests,
             observed.as_deref(),
         );
+        // AEP-8026: the VPA's own threshold, when the gate is on. Upstream's
+        // updater (55c37cd) accepts the field but does not read it yet; this
+        // follows the AEP's text.
+        let oom_threshold = self
+            .oom_threshold_of_vpa()
+            .unwrap_or(self.config.priority.evict_after_oom_threshold);
         let quick_oom = pod.containers.iter().any(|c| {
             observed.as_ref().is_none_or(|o| o.contains(&&*c.name))
                 && self
                     .vpa
                     .container_policy(&c.name)
                     .is_none_or(|p| p.mode != ContainerMode::Off)
-                && c.last_oom_after
-                    .is_some_and(|t| t < self.config.priority.evict_after_oom_threshold)
+                && c.last_oom_after.is_some_and(|t| t < oom_threshold)
         });
         admit(
             &prio,

@@ -320,3 +320,73 @@ fn a_deferred_plan_carries_nothing_to_write_and_is_not_an_action() {
         [false, false, true, true]
     );
 }
+
+#[test]
+fn a_vpas_evict_after_oom_seconds_replaces_the_flag_only_under_the_gate() {
+    // A pod 5% below its group (under --pod-update-threshold) whose
+    // container was OOM-killed 400 s after it started: a quick OOM under the
+    // flag's 600 s, not under the VPA's 300 s.
+    let objects = |seconds: i64| {
+        let mut v = vpa(
+            "InPlaceOrRecreate",
+            json!([{"scopeValue": "n1", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "105m"}}]}]),
+        );
+        v["spec"]["updatePolicy"]["evictAfterOOMSeconds"] = json!(seconds);
+        let mut p = pod("a", "n1", json!({}));
+        p["status"]["containerStatuses"] = json!([{"name": "c",
+            "resources": {"requests": {"cpu": "100m"}},
+            "lastState": {"terminated": {"reason": "OOMKilled",
+                "startedAt": "2026-11-10T00:00:00Z", "finishedAt": "2026-11-10T00:06:40Z"}}}]);
+        vec![v, p]
+    };
+    let config = |gate: bool| UpdateConfig {
+        min_replicas: 1,
+        eviction_tolerance: 1.0,
+        per_vpa_config: gate,
+        ..UpdateConfig::default()
+    };
+    let diff = "the summed relative difference of its requests from the recommendation \
+        (upstream's resource diff) is 0.05";
+    let one = |seconds: i64, gate: bool| {
+        let plans = pass_with(objects(seconds), &config(gate));
+        assert_eq!(plans.len(), 1, "{plans:?}");
+        (plans[0].1, plans[0].2.clone())
+    };
+    assert_eq!(
+        one(300, false),
+        (
+            Action::Resize,
+            format!("a container was OOM-killed sooner than --evict-after-oom-threshold after it started; {diff}")
+        )
+    );
+    assert_eq!(
+        one(300, true),
+        (
+            Action::None,
+            "the summed relative difference of its requests from the recommendation \
+             (upstream's resource diff) is 0.05, below --pod-update-threshold 0.10"
+                .to_owned()
+        )
+    );
+    assert_eq!(
+        one(500, true),
+        (
+            Action::Resize,
+            format!("a container was OOM-killed sooner than its VPA's evictAfterOOMSeconds (500) after it started; {diff}")
+        )
+    );
+}
+
+#[test]
+fn an_evict_after_oom_seconds_below_one_is_refused_naming_the_field() {
+    let mut v = vpa("InPlaceOrRecreate", json!([group("n1")]));
+    v["spec"]["updatePolicy"]["evictAfterOOMSeconds"] = json!(0);
+    let (_, rest) = Workloads::split(vec![v]).unwrap_or_else(|e| panic!("{e:?}"));
+    let snapshot = Snapshot::build(rest);
+    let errors = format!("{:?}", snapshot.problems);
+    assert!(
+        errors.contains("spec.updatePolicy.evictAfterOOMSeconds")
+            && errors.contains("0 is not a whole number of seconds from 1 to 2147483647"),
+        "{errors}"
+    );
+}

@@ -29,6 +29,8 @@ impl Group<'_> {
 pub(super) struct Why<'p> {
     pub(super) priority: &'p PodPriority,
     pub(super) quick_oom: bool,
+    /// The VPA's `evictAfterOOMSeconds` when it replaced the flag.
+    pub(super) oom_threshold_of_vpa: Option<i64>,
     /// `--pod-update-threshold`.
     pub(super) threshold: f64,
 }
@@ -36,10 +38,17 @@ pub(super) struct Why<'p> {
 impl std::fmt::Display for Why<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.quick_oom {
-            f.write_str(
-                "a container was OOM-killed sooner than --evict-after-oom-threshold after it \
-                 started; ",
-            )?;
+            match self.oom_threshold_of_vpa {
+                Some(s) => write!(
+                    f,
+                    "a container was OOM-killed sooner than its VPA's evictAfterOOMSeconds \
+                     ({s}) after it started; "
+                )?,
+                None => f.write_str(
+                    "a container was OOM-killed sooner than --evict-after-oom-threshold after \
+                     it started; ",
+                )?,
+            }
         } else if self.priority.outside_recommended_range {
             f.write_str("outside its recommended range (a request is missing); ")?;
         } else if self.priority.scale_up {

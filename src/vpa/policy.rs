@@ -100,6 +100,9 @@ pub struct VpaPolicy {
     /// `status.recommendationGroups[]` by `scopeValue`, and
     /// `status.recommendation`.
     pub recommendations: RecommendationTable,
+    /// `spec.updatePolicy.evictAfterOOMSeconds` (AEP-8026): this VPA's
+    /// `--evict-after-oom-threshold`, honoured under `PerVPAConfig`.
+    pub evict_after_oom_seconds: Option<i64>,
 }
 
 impl VpaPolicy {

@@ -6,6 +6,7 @@ use super::{set_key, shrink, FastMap, History, Ingested, ModelConfig, VpaKey};
 use crate::recommend::aggregate::AggregateContainerState;
 use crate::recommend::container::{ContainerState, Sink};
 use crate::recommend::input::{PodUsage, ScopedVpa};
+use crate::recommend::per_vpa::{self, Effective};
 use crate::vpa::{NodeLabels, Placement};
 use k8s_openapi::jiff::Timestamp;
 use std::collections::{BTreeMap, HashSet};
@@ -25,14 +26,15 @@ impl History {
     ) -> Ingested {
         let mut stats = Ingested::default();
         self.place(vpas, nodes);
+        let settings = Settings::new(config, vpas);
         let mut key = std::mem::take(&mut self.key);
         for sample in usage {
             set_key(&mut key, &sample.namespace, &sample.name);
-            self.add_usage(config, &key, sample, &mut stats);
+            self.add_usage(config, &settings, &key, sample, &mut stats);
         }
         self.key = key;
-        stats.ooms = self.record_ooms(config, now);
-        self.collect_garbage(config, now);
+        stats.ooms = self.record_ooms(config, &settings, now);
+        self.collect_garbage(&settings, now);
         stats
     }
 
@@ -93,6 +95,7 @@ impl History {
     fn add_usage(
         &mut self,
         config: &ModelConfig,
+        settings: &Settings<'_>,
         key: &str,
         sample: &PodUsage,
         stats: &mut Ingested,
@@ -127,9 +130,10 @@ impl History {
                 config: &config.history,
                 group,
             };
+            let peaks = settings.of(vpa, container).peaks;
             for taken in [
                 state.add_cpu_sample(&mut sink, *cpu, sample.timestamp),
-                state.add_memory_sample(&mut sink, &config.peaks, *memory, sample.timestamp, false),
+                state.add_memory_sample(&mut sink, &peaks, *memory, sample.timestamp, false),
             ] {
                 if taken {
                     stats.samples += 1;
@@ -143,7 +147,12 @@ impl History {
     /// Records each placed pod's OOM kills up to `now`: a kill later than
     /// this interval is not known yet (offline, a store file shows the pod
     /// as it ended up while the replay is earlier in its week).
-    fn record_ooms(&mut self, config: &ModelConfig, now: Timestamp) -> u64 {
+    fn record_ooms(
+        &mut self,
+        config: &ModelConfig,
+        settings: &Settings<'_>,
+        now: Timestamp,
+    ) -> u64 {
         let mut recorded = 0;
         for pod in self.pods.values_mut().filter(|p| !p.oom_kills.is_empty()) {
             let (Some(vpa), Some(value)) = (&pod.vpa, &pod.value) else {
@@ -168,7 +177,8 @@ impl History {
                     config: &config.history,
                     group,
                 };
-                if state.record_oom_once(&mut sink, &config.peaks, *finished_at, *request) {
+                let peaks = settings.of(vpa, name).peaks;
+                if state.record_oom_once(&mut sink, &peaks, *finished_at, *request) {
                     recorded += 1;
                 }
             }
@@ -181,11 +191,11 @@ impl History {
     /// empty one no placed pod feeds; a VPA left with nothing goes too.
     /// Only empty aggregates (rare: a container listed but not yet sampled)
     /// need the pods, so the index of what pods feed is built only for them.
-    fn collect_garbage(&mut self, config: &ModelConfig, now: Timestamp) {
+    fn collect_garbage(&mut self, settings: &Settings<'_>, now: Timestamp) {
         let now_ms = now.as_millisecond();
-        let expired = |a: &AggregateContainerState| {
+        let expired = |a: &AggregateContainerState, window_length_ms: i64| {
             a.last_sample_start()
-                .is_some_and(|last| now_ms - last.as_millisecond() >= config.window_length_ms)
+                .is_some_and(|last| now_ms - last.as_millisecond() >= window_length_ms)
         };
         let any_empty = self
             .vpas
@@ -204,8 +214,10 @@ impl History {
         }
         for (vpa, containers) in &mut self.vpas {
             for (name, history) in containers.iter_mut() {
+                let window = settings.of(vpa, name).window_length_ms;
                 history.groups.retain(|value, a| {
-                    !(expired(a) || (a.is_empty() && !fed.contains(&(&**vpa, &**name, &**value))))
+                    !(expired(a, window)
+                        || (a.is_empty() && !fed.contains(&(&**vpa, &**name, &**value))))
                 });
             }
             containers.retain(|_, h| !h.groups.is_empty());
@@ -215,5 +227,39 @@ impl History {
         }
         self.vpas.retain(|_, containers| !containers.is_empty());
         shrink(&mut self.pods);
+    }
+}
+
+/// The peaks and window of each (VPA, container): the flags', unless the
+/// VPA overrides them under `PerVPAConfig`. Only VPAs with overrides are
+/// indexed, so the usual interval pays one empty-map lookup per container.
+struct Settings<'v> {
+    config: &'v ModelConfig,
+    base: Effective,
+    overridden: FastMap<String, &'v ScopedVpa>,
+}
+
+impl<'v> Settings<'v> {
+    fn new(config: &'v ModelConfig, vpas: &'v [ScopedVpa]) -> Self {
+        let overridden = if config.per_vpa_config {
+            vpas.iter()
+                .filter(|v| !v.per_vpa.is_empty())
+                .map(|v| (format!("{}/{}", v.namespace, v.name), v))
+                .collect()
+        } else {
+            FastMap::default()
+        };
+        Settings {
+            config,
+            base: per_vpa::effective(config, None),
+            overridden,
+        }
+    }
+
+    fn of(&self, vpa: &str, container: &str) -> Effective {
+        match self.overridden.get(vpa) {
+            None => self.base,
+            Some(v) => per_vpa::effective(self.config, v.per_vpa_config(container)),
+        }
     }
 }
