@@ -13,6 +13,7 @@ mod features_cleanup;
 mod features_list;
 pub mod flags;
 pub mod recommend;
+mod recommend_flags;
 pub mod report_flags;
 mod serve;
 pub mod test_suite;
