@@ -206,7 +206,7 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
             "update",
             "--store=kube",
             "--updater-interval=1m",
-            "--metrics-listen=0.0.0.0:8943",
+            "--address=:8943",
             "--log-format=json"
         ])
     );
@@ -221,7 +221,7 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
             assert_eq!(args.store, "kube");
             assert!(!args.plan);
             assert_eq!(args.updater_interval, std::time::Duration::from_secs(60));
-            assert_eq!(args.metrics_listen.port(), 8943);
+            assert_eq!(Some(args.address), "0.0.0.0:8943".parse().ok());
             assert_eq!(args.min_replicas, 2);
             assert!(args.use_admission_controller_status);
             assert_eq!(args.lease_name, "nodescope-updater");

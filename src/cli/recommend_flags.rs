@@ -33,9 +33,10 @@ pub struct RunningFlags {
     /// How long a dead leader's Lease lasts (at least 2s).
     #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
-    /// Where /metrics, /healthz and /readyz are served (plain HTTP), as upstream's
-    /// `--address`.
-    #[arg(long, default_value = "0.0.0.0:8942")]
+    /// Where /metrics, /healthz and /readyz are served (plain HTTP).
+    // Upstream's name. The hidden alias is what nodescope's other
+    // controllers call it, so that one name works for every controller.
+    #[arg(long = "address", alias = "metrics-listen", default_value = "0.0.0.0:8942", value_parser = flags::listen_address)]
     pub address: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]

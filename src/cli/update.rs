@@ -96,8 +96,10 @@ pub struct UpdateArgs {
     #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:8943")]
-    pub metrics_listen: std::net::SocketAddr,
+    // Upstream's name. The hidden alias is nodescope's earlier name, kept
+    // so that Deployments written for it still start.
+    #[arg(long = "address", alias = "metrics-listen", default_value = "0.0.0.0:8943", value_parser = flags::listen_address)]
+    pub address: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,
@@ -335,7 +337,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         std::sync::Arc::new(move || metrics.render())
     };
     let server =
-        super::update_list::serve_probes(args.metrics_listen, render, ready.clone()).await?;
+        super::update_list::serve_probes("--address", args.address, render, ready.clone()).await?;
     let config = LoopConfig {
         update: args.config(),
         interval: args.updater_interval,

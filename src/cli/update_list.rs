@@ -73,17 +73,20 @@ pub async fn webhook_fresh(
 }
 
 /// Serves /metrics, /healthz and /readyz (ready once the watches synced).
+/// `flag` names the address in the error: the updater takes upstream's
+/// `--address`, the balloon controller `--metrics-listen`.
 ///
 /// # Errors
 /// When the address cannot be bound.
 pub async fn serve_probes(
+    flag: &str,
     addr: std::net::SocketAddr,
     metrics: Arc<dyn Fn() -> String + Send + Sync>,
     ready: Arc<AtomicBool>,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        .map_err(|e| format!("{flag} {addr}: {e}"))?;
     let app = axum::Router::new()
         .route(
             "/metrics",
