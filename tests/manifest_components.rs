@@ -73,6 +73,30 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
     assert_eq!(deployment["spec"]["replicas"], 2);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(strings(&container["args"])[0], "recommend");
+    // The real command line takes them under upstream's names, and the
+    // rest keeps its defaults: upstream's port, nodescope's own Lease.
+    use clap::Parser;
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Recommend(args),
+        }) => {
+            assert_eq!(
+                args.running.lease_duration,
+                std::time::Duration::from_secs(15)
+            );
+            assert_eq!(args.running.lease_name, "nodescope-recommender");
+            assert_eq!(args.running.address.port(), 8942);
+            assert_eq!(
+                args.upstream.recommender_interval,
+                std::time::Duration::from_secs(60)
+            );
+        }
+        Ok(other) => panic!("not a recommend command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
+    assert_eq!(container["ports"][0]["containerPort"], 8942);
     assert_eq!(
         deployment["spec"]["template"]["spec"]["serviceAccountName"],
         "nodescope-recommender"

@@ -24,14 +24,29 @@ pub struct RunningFlags {
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-recommender")]
     pub instance: String,
+    // The Lease flags take upstream's leader election names; the hidden
+    // aliases are nodescope's earlier names, which its other controllers
+    // keep. The defaults are nodescope's own, so that this Lease is never
+    // upstream's recommender's (`kube-system/vpa-recommender-lease`).
     /// The namespace of the Lease the replicas elect their leader on.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        value_name = "LEADER_ELECT_RESOURCE_NAMESPACE",
+        alias = "lease-namespace",
+        env = "POD_NAMESPACE",
+        default_value = "nodescope-system"
+    )]
     pub lease_namespace: String,
     /// The Lease's name.
-    #[arg(long, default_value = "nodescope-recommender")]
+    #[arg(
+        long = "leader-elect-resource-name",
+        value_name = "LEADER_ELECT_RESOURCE_NAME",
+        alias = "lease-name",
+        default_value = "nodescope-recommender"
+    )]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
+    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     // Upstream's name. The hidden alias is what nodescope's other

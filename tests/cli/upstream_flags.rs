@@ -32,11 +32,28 @@ fn help(subcommand: &str) -> String {
 fn help_shows_upstreams_names_and_not_the_hidden_aliases() {
     for subcommand in ["update", "recommend"] {
         let text = help(subcommand);
-        assert!(
-            text.contains("--address <ADDRESS>"),
-            "{subcommand}:\n{text}"
-        );
-        assert!(!text.contains("metrics-listen"), "{subcommand}:\n{text}");
+        for shown in [
+            "--address <ADDRESS>",
+            "--leader-elect-lease-duration <LEADER_ELECT_LEASE_DURATION>",
+            "--leader-elect-resource-name <LEADER_ELECT_RESOURCE_NAME>",
+            "--leader-elect-resource-namespace <LEADER_ELECT_RESOURCE_NAMESPACE>",
+        ] {
+            assert!(
+                text.contains(shown),
+                "{subcommand}: {shown} missing:\n{text}"
+            );
+        }
+        for hidden in [
+            "metrics-listen",
+            "--lease-duration",
+            "--lease-name",
+            "--lease-namespace",
+        ] {
+            assert!(
+                !text.contains(hidden),
+                "{subcommand}: {hidden} shown:\n{text}"
+            );
+        }
     }
 }
 
@@ -89,5 +106,39 @@ fn a_malformed_address_is_refused_when_parsed_under_either_name() {
                 "{subcommand} {flag}"
             );
         }
+    }
+}
+
+/// nodescope's earlier Lease flags still parse, into upstream's: an
+/// offline run takes them, and a bad value is refused under the new name.
+#[test]
+fn the_earlier_lease_flags_are_taken_as_upstreams_leader_election_flags() {
+    let old = [
+        "--lease-name",
+        "x",
+        "--lease-namespace",
+        "y",
+        "--lease-duration",
+        "20s",
+    ];
+    let runs: [&[&str]; 2] = [
+        &["update", "--plan", "--store", "file:examples/update"],
+        &["recommend", "--demo"],
+    ];
+    for run in runs {
+        let output = command(&[run, &old[..]].concat()).output().expect("runs");
+        assert_exit(&output, 0);
+        let output = command(&[run, &["--lease-duration", "1s"][..]].concat())
+            .output()
+            .expect("runs");
+        assert_exit(&output, 2);
+        assert!(
+            stderr(&output).starts_with(
+                "error: invalid value '1s' for \
+                 '--leader-elect-lease-duration <LEADER_ELECT_LEASE_DURATION>'"
+            ),
+            "{run:?}: {}",
+            stderr(&output)
+        );
     }
 }

@@ -128,11 +128,11 @@ pub(crate) fn updater_in(ns: &str, instance: &str, port: u16, extra: &[&str]) ->
     command.args([
         "--instance",
         instance,
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         ns,
-        "--lease-name",
+        "--leader-elect-resource-name",
         "updater",
-        "--lease-duration",
+        "--leader-elect-lease-duration",
         "3s",
     ]);
     command.args([
