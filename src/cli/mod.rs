@@ -12,6 +12,7 @@ pub mod features;
 mod features_cleanup;
 mod features_list;
 pub mod flags;
+pub mod namespace_flags;
 pub mod recommend;
 mod recommend_flags;
 pub mod report_flags;

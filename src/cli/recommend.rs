@@ -94,6 +94,7 @@ pub fn is_offline(args: &RecommendArgs) -> bool {
 /// # Errors
 /// Bad flags or unreadable inputs, as one sentence naming the file.
 pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCode, String> {
+    args.upstream.namespaces.check()?;
     let demo = args
         .demo
         .then(crate::cli::demo::recommend_data)
@@ -227,6 +228,10 @@ pub enum RecommendError {
 /// Flags that need a cluster set to files, no cluster, a busy address, or
 /// a Lease that cannot be read.
 pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
+    args.upstream
+        .namespaces
+        .check()
+        .map_err(RecommendError::Flags)?;
     if args.once {
         return Err(RecommendError::Flags(
             "--once replays files: give --store file:DIR and --metrics file:DIR (or --demo)".into(),

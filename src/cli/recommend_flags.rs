@@ -69,6 +69,8 @@ pub struct UpstreamFlags {
     /// How often metrics are fetched and recommendations computed.
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub recommender_interval: Duration,
+    #[command(flatten)]
+    pub namespaces: super::namespace_flags::NamespaceFlags,
     /// Fraction of usage added as the safety margin.
     #[arg(long, default_value_t = 0.15, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub recommendation_margin_fraction: f64,
@@ -187,6 +189,7 @@ impl UpstreamFlags {
                 status_limit: crate::recommend::fit::STATUS_LIMIT,
             },
             recommender_name: self.recommender_name.clone(),
+            namespaces: self.namespaces.namespaces(),
         }
     }
 }

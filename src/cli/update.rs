@@ -39,6 +39,8 @@ pub struct UpdateArgs {
     /// How often a pass runs.
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub updater_interval: Duration,
+    #[command(flatten)]
+    pub namespaces: super::namespace_flags::NamespaceFlags,
     /// A DaemonSet with fewer live pods is never disrupted.
     #[arg(long, default_value_t = 2, value_parser = flags::count, allow_negative_numbers = true)]
     pub min_replicas: usize,
@@ -149,6 +151,7 @@ impl UpdateArgs {
             eviction_tolerance: self.eviction_tolerance,
             in_place_skip_disruption_budget: self.in_place_skip_disruption_budget,
             missing: self.missing_node_recommendation.into(),
+            namespaces: self.namespaces.namespaces(),
         }
     }
 
@@ -194,6 +197,7 @@ pub fn plan_objects(
 /// # Errors
 /// Unreadable input, with the file or object and why.
 pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, String> {
+    args.namespaces.check()?;
     if !args.plan {
         return Err(
             "offline (--store file:), only --plan runs: a pass needs a cluster to act on".into(),
@@ -311,6 +315,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         ));
     }
     // Checked before connecting, as every flag is.
+    args.namespaces.check()?;
     let report = if args.plan {
         None
     } else {
@@ -328,7 +333,8 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     config.default_retry = false;
     let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
     if args.plan {
-        let objects = super::update_list::gather(&client).await?;
+        let namespaces = args.namespaces.namespaces();
+        let objects = super::update_list::gather(&client, namespaces.only()).await?;
         let fresh = !args.use_admission_controller_status
             || super::update_list::webhook_fresh(
                 &client,

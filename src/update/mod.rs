@@ -46,6 +46,8 @@ pub struct UpdateConfig {
     pub in_place_skip_disruption_budget: bool,
     /// As the webhook's `--missing-node-recommendation`.
     pub missing: MissingNodeRecommendation,
+    /// `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
+    pub namespaces: crate::vpa::namespaces::VpaNamespaces,
 }
 
 impl Default for UpdateConfig {
@@ -56,6 +58,7 @@ impl Default for UpdateConfig {
             eviction_tolerance: 0.5,
             in_place_skip_disruption_budget: false,
             missing: MissingNodeRecommendation::Aggregate,
+            namespaces: crate::vpa::namespaces::VpaNamespaces::All,
         }
     }
 }

@@ -37,6 +37,8 @@ fn help_shows_upstreams_names_and_not_the_hidden_aliases() {
             "--leader-elect-lease-duration <LEADER_ELECT_LEASE_DURATION>",
             "--leader-elect-resource-name <LEADER_ELECT_RESOURCE_NAME>",
             "--leader-elect-resource-namespace <LEADER_ELECT_RESOURCE_NAMESPACE>",
+            "--vpa-object-namespace <VPA_OBJECT_NAMESPACE>",
+            "--ignored-vpa-object-namespaces <IGNORED_VPA_OBJECT_NAMESPACES>",
         ] {
             assert!(
                 text.contains(shown),
@@ -140,5 +142,165 @@ fn the_earlier_lease_flags_are_taken_as_upstreams_leader_election_flags() {
             "{run:?}: {}",
             stderr(&output)
         );
+    }
+}
+
+/// A copy of `file` in `dir`, and beside it the same objects in namespace
+/// `team-a` (Nodes left out: they have no namespace, and the store holds
+/// each object once).
+fn with_team_a(file: &str, dir: &std::path::Path) {
+    let text = std::fs::read_to_string(super::root().join(file)).expect("read");
+    std::fs::write(dir.join("a.yaml"), &text).expect("write");
+    let copy: Vec<String> = text
+        .split("\n---\n")
+        .filter(|doc| !doc.contains("kind: Node\n"))
+        .map(|doc| doc.replace("namespace: monitoring", "namespace: team-a"))
+        .collect();
+    std::fs::write(dir.join("b.yaml"), copy.join("\n---\n")).expect("write");
+}
+
+fn json(output: &std::process::Output) -> serde_json::Value {
+    assert_exit(output, 0);
+    serde_json::from_str(&stdout(output)).expect("json")
+}
+
+/// The namespaces of the pods a plan names, each once.
+fn planned(args: &[&str]) -> Vec<String> {
+    let plan = json(&command(args).output().expect("runs"));
+    let mut namespaces: Vec<String> = plan["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|p| p["namespace"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    namespaces.dedup();
+    namespaces.sort();
+    namespaces.dedup();
+    namespaces
+}
+
+#[test]
+fn the_updater_plans_only_the_vpas_of_the_namespaces_it_handles() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    with_team_a("examples/update/cluster.yaml", dir.path());
+    let store = format!("file:{}", dir.path().display());
+    let plan = ["update", "--plan", "--store", &store, "-o", "json"];
+    let both = ["monitoring".to_owned(), "team-a".to_owned()];
+    assert_eq!(planned(&plan), both);
+    let team_a = ["team-a".to_owned()];
+    assert_eq!(
+        planned(&[&plan[..], &["--vpa-object-namespace", "team-a"]].concat()),
+        team_a
+    );
+    assert_eq!(
+        planned(
+            &[
+                &plan[..],
+                &["--ignored-vpa-object-namespaces", "kube-system,monitoring"]
+            ]
+            .concat()
+        ),
+        team_a
+    );
+    assert_eq!(
+        planned(
+            &[
+                &plan[..],
+                &[
+                    "--vpa-object-namespace",
+                    "",
+                    "--ignored-vpa-object-namespaces="
+                ]
+            ]
+            .concat()
+        ),
+        both
+    );
+}
+
+/// Which VPAs of an offline run got a status written.
+fn recommended(args: &[&str]) -> Vec<String> {
+    let list = json(&command(args).output().expect("runs"));
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|vpa| vpa.get("status").is_some())
+        .map(|vpa| {
+            vpa["metadata"]["namespace"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn the_recommender_computes_only_the_vpas_of_the_namespaces_it_handles() {
+    let store = tempfile::tempdir().expect("tempdir");
+    with_team_a("examples/recommend/store/zone-agent.yaml", store.path());
+    let metrics = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(super::root().join("examples/recommend/metrics")).expect("ls") {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&path).expect("read");
+        std::fs::write(metrics.path().join(&name), &text).expect("write");
+        let copy = text.replace("\"namespace\": \"monitoring\"", "\"namespace\": \"team-a\"");
+        std::fs::write(metrics.path().join(format!("team-a-{name}")), copy).expect("write");
+    }
+    let store = format!("file:{}", store.path().display());
+    let metrics = format!("file:{}", metrics.path().display());
+    let run = [
+        "recommend",
+        "--store",
+        &store,
+        "--metrics",
+        &metrics,
+        "-o",
+        "json",
+    ];
+    assert_eq!(recommended(&run), ["monitoring", "team-a"]);
+    assert_eq!(
+        recommended(&[&run[..], &["--vpa-object-namespace", "team-a"]].concat()),
+        ["team-a"]
+    );
+    assert_eq!(
+        recommended(&[&run[..], &["--ignored-vpa-object-namespaces", "team-a"]].concat()),
+        ["monitoring"]
+    );
+}
+
+/// Refused before anything is read or connected, offline and against a
+/// cluster alike.
+#[test]
+fn one_namespace_and_ignored_namespaces_exclude_each_other_as_upstream_says() {
+    let both = [
+        "--vpa-object-namespace",
+        "team-a",
+        "--ignored-vpa-object-namespaces",
+        "kube-system",
+    ];
+    let why = "--vpa-object-namespace and --ignored-vpa-object-namespaces exclude each other, \
+               as upstream's do: give one";
+    let runs: [(&[&str], String); 4] = [
+        (&["update"], format!("nodescope: update: {why}\n")),
+        (
+            &["update", "--plan", "--store", "file:examples/update"],
+            format!("nodescope: update: {why}\n"),
+        ),
+        (&["recommend"], format!("nodescope: recommend: {why}\n")),
+        (&["recommend", "--demo"], format!("nodescope: {why}\n")),
+    ];
+    for (run, expected) in runs {
+        let output = command(&[run, &both[..]].concat())
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .output()
+            .expect("runs");
+        assert_exit(&output, 2);
+        assert_eq!(stderr(&output), expected, "{run:?}");
     }
 }
