@@ -73,6 +73,30 @@ fn the_recommender_component_has_least_rbac_two_replicas_and_its_checkpoint_crd(
     assert_eq!(deployment["spec"]["replicas"], 2);
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     assert_eq!(strings(&container["args"])[0], "recommend");
+    // The real command line takes them under upstream's names, and the
+    // rest keeps its defaults: upstream's port, nodescope's own Lease.
+    use clap::Parser;
+    let mut argv = vec!["nodescope".to_owned()];
+    argv.extend(strings(&container["args"]));
+    match nodescope::cli::Cli::try_parse_from(&argv) {
+        Ok(nodescope::cli::Cli {
+            command: nodescope::cli::Command::Recommend(args),
+        }) => {
+            assert_eq!(
+                args.running.lease_duration,
+                std::time::Duration::from_secs(15)
+            );
+            assert_eq!(args.running.lease_name, "nodescope-recommender");
+            assert_eq!(args.running.address.port(), 8942);
+            assert_eq!(
+                args.upstream.recommender_interval,
+                std::time::Duration::from_secs(60)
+            );
+        }
+        Ok(other) => panic!("not a recommend command: {other:?}"),
+        Err(e) => panic!("{argv:?} rejected: {e}"),
+    }
+    assert_eq!(container["ports"][0]["containerPort"], 8942);
     assert_eq!(
         deployment["spec"]["template"]["spec"]["serviceAccountName"],
         "nodescope-recommender"
@@ -206,7 +230,7 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
             "update",
             "--store=kube",
             "--updater-interval=1m",
-            "--metrics-listen=0.0.0.0:8943",
+            "--address=:8943",
             "--log-format=json"
         ])
     );
@@ -221,7 +245,7 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
             assert_eq!(args.store, "kube");
             assert!(!args.plan);
             assert_eq!(args.updater_interval, std::time::Duration::from_secs(60));
-            assert_eq!(args.metrics_listen.port(), 8943);
+            assert_eq!(Some(args.address), "0.0.0.0:8943".parse().ok());
             assert_eq!(args.min_replicas, 2);
             assert!(args.use_admission_controller_status);
             assert_eq!(args.lease_name, "nodescope-updater");

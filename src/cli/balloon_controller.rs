@@ -64,8 +64,13 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
         let metrics = metrics.clone();
         Arc::new(move || metrics.render())
     };
-    let server =
-        super::update_list::serve_probes(args.metrics_listen, render, ready.clone()).await?;
+    let server = super::update_list::serve_probes(
+        "--metrics-listen",
+        args.metrics_listen,
+        render,
+        ready.clone(),
+    )
+    .await?;
     let config = LoopConfig {
         balloon: BalloonConfig {
             default: DesiredSize {

@@ -243,6 +243,24 @@ pub fn bytes(text: &str) -> Result<usize, String> {
     number(text, "a whole number of bytes >= 1", |v: &usize| *v >= 1)
 }
 
+/// A listen address: `HOST:PORT`, or upstream's `:PORT` (Go's form, where
+/// no host means every interface), so that a Deployment written for
+/// upstream's `--address=:8943` runs unchanged. Without a host it binds
+/// `0.0.0.0`, as nodescope's defaults do: binding `[::]` would fail on
+/// nodes with IPv6 disabled.
+///
+/// # Errors
+/// Anything else, quoting the text.
+pub fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
+    let full = match text.strip_prefix(':') {
+        Some(port) => format!("0.0.0.0:{port}"),
+        None => text.to_owned(),
+    };
+    full.parse().map_err(|_| {
+        format!("expected HOST:PORT or :PORT (such as 0.0.0.0:8943 or :8943), not {text:?}")
+    })
+}
+
 #[cfg(test)]
 #[path = "flags_tests.rs"]
 mod tests;

@@ -133,3 +133,28 @@ fn numbers_outside_their_range_are_refused_with_the_range() {
         Err("expected a finite number >= 0, not \"-0.5\"".into())
     );
 }
+
+#[test]
+fn listen_addresses_take_upstreams_port_only_form_as_every_ipv4_interface() {
+    let addr = |s: &str| s.parse::<std::net::SocketAddr>().map_err(|e| e.to_string());
+    assert_eq!(listen_address(":8943"), addr("0.0.0.0:8943"));
+    assert_eq!(listen_address("127.0.0.1:0"), addr("127.0.0.1:0"));
+    assert_eq!(listen_address("[::]:8942"), addr("[::]:8942"));
+    for bad in [
+        "",
+        ":",
+        "8943",
+        ":http",
+        "localhost:8943",
+        "::8943",
+        ":65536",
+    ] {
+        assert_eq!(
+            listen_address(bad),
+            Err(format!(
+                "expected HOST:PORT or :PORT (such as 0.0.0.0:8943 or :8943), not {bad:?}"
+            )),
+            "{bad}"
+        );
+    }
+}

@@ -39,6 +39,8 @@ pub struct UpdateArgs {
     /// How often a pass runs.
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub updater_interval: Duration,
+    #[command(flatten)]
+    pub namespaces: super::namespace_flags::NamespaceFlags,
     /// A DaemonSet with fewer live pods is never disrupted.
     #[arg(long, default_value_t = 2, value_parser = flags::count, allow_negative_numbers = true)]
     pub min_replicas: usize,
@@ -91,18 +93,35 @@ pub struct UpdateArgs {
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-updater")]
     pub instance: String,
+    // The Lease flags take upstream's leader election names; the hidden
+    // aliases are nodescope's earlier names, which its other controllers
+    // keep. The defaults are nodescope's own, so that this Lease is never
+    // upstream's updater's (`kube-system/vpa-updater`) when both run.
     /// The namespace of the updater's own Lease.
-    #[arg(long, env = "POD_NAMESPACE", default_value = "nodescope-system")]
+    #[arg(
+        long = "leader-elect-resource-namespace",
+        value_name = "LEADER_ELECT_RESOURCE_NAMESPACE",
+        alias = "lease-namespace",
+        env = "POD_NAMESPACE",
+        default_value = "nodescope-system"
+    )]
     pub lease_namespace: String,
     /// The updater's Lease.
-    #[arg(long, default_value = "nodescope-updater")]
+    #[arg(
+        long = "leader-elect-resource-name",
+        value_name = "LEADER_ELECT_RESOURCE_NAME",
+        alias = "lease-name",
+        default_value = "nodescope-updater"
+    )]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
+    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
-    #[arg(long, default_value = "0.0.0.0:8943")]
-    pub metrics_listen: std::net::SocketAddr,
+    // Upstream's name. The hidden alias is nodescope's earlier name, kept
+    // so that Deployments written for it still start.
+    #[arg(long = "address", alias = "metrics-listen", default_value = "0.0.0.0:8943", value_parser = flags::listen_address)]
+    pub address: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: super::LogFormat,
@@ -138,6 +157,7 @@ impl UpdateArgs {
             in_place_skip_disruption_budget: self.in_place_skip_disruption_budget,
             missing: self.missing_node_recommendation.into(),
             per_vpa_config: self.feature_gates.per_vpa_config,
+            namespaces: self.namespaces.namespaces(),
         }
     }
 
@@ -183,6 +203,7 @@ pub fn plan_objects(
 /// # Errors
 /// Unreadable input, with the file or object and why.
 pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, String> {
+    args.namespaces.check()?;
     if !args.plan {
         return Err(
             "offline (--store file:), only --plan runs: a pass needs a cluster to act on".into(),
@@ -300,6 +321,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         ));
     }
     // Checked before connecting, as every flag is.
+    args.namespaces.check()?;
     let report = if args.plan {
         None
     } else {
@@ -317,7 +339,8 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     config.default_retry = false;
     let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
     if args.plan {
-        let objects = super::update_list::gather(&client).await?;
+        let namespaces = args.namespaces.namespaces();
+        let objects = super::update_list::gather(&client, namespaces.only()).await?;
         let fresh = !args.use_admission_controller_status
             || super::update_list::webhook_fresh(
                 &client,
@@ -341,7 +364,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         std::sync::Arc::new(move || metrics.render())
     };
     let server =
-        super::update_list::serve_probes(args.metrics_listen, render, ready.clone()).await?;
+        super::update_list::serve_probes("--address", args.address, render, ready.clone()).await?;
     let config = LoopConfig {
         update: args.config(),
         interval: args.updater_interval,

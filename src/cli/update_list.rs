@@ -33,16 +33,26 @@ const KINDS: [(&str, &str, &str, &str, bool); 7] = [
     ("apps", "v1", "DaemonSet", "daemonsets", true),
 ];
 
-/// Lists every object a pass reads, once.
+/// The kinds a pass reads only in the namespace of the VPAs it handles.
+const IN_VPA_NAMESPACE: [&str; 4] = ["VerticalPodAutoscaler", "LimitRange", "Pod", "DaemonSet"];
+
+/// Lists every object a pass reads, once. With `--vpa-object-namespace`,
+/// the namespaced kinds of that namespace only, as upstream's updater
+/// lists them: a cluster's pods are read only where they can be planned.
 ///
 /// # Errors
 /// A required kind that cannot be listed, naming it.
-pub async fn gather(client: &Client) -> Result<Vec<Value>, String> {
+pub async fn gather(client: &Client, only: Option<&str>) -> Result<Vec<Value>, String> {
     let mut out = Vec::new();
     for (group, version, kind, plural, required) in KINDS {
         let resource =
             ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
-        let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let api: Api<DynamicObject> = match only {
+            Some(namespace) if IN_VPA_NAMESPACE.contains(&kind) => {
+                Api::namespaced_with(client.clone(), namespace, &resource)
+            }
+            _ => Api::all_with(client.clone(), &resource),
+        };
         match api.list(&ListParams::default()).await {
             Ok(list) => {
                 for object in list.items {
@@ -73,17 +83,20 @@ pub async fn webhook_fresh(
 }
 
 /// Serves /metrics, /healthz and /readyz (ready once the watches synced).
+/// `flag` names the address in the error: the updater takes upstream's
+/// `--address`, the balloon controller `--metrics-listen`.
 ///
 /// # Errors
 /// When the address cannot be bound.
 pub async fn serve_probes(
+    flag: &str,
     addr: std::net::SocketAddr,
     metrics: Arc<dyn Fn() -> String + Send + Sync>,
     ready: Arc<AtomicBool>,
 ) -> Result<tokio::task::JoinHandle<()>, String> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|e| format!("--metrics-listen {addr}: {e}"))?;
+        .map_err(|e| format!("{flag} {addr}: {e}"))?;
     let app = axum::Router::new()
         .route(
             "/metrics",

@@ -5,6 +5,7 @@
 
 use super::cluster::{vpa_resource, ClusterError};
 use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
+use super::replay::Replay;
 use super::status::VpaStatus;
 use crate::features::cluster::feature_resource;
 use crate::metrics::RecommenderMetrics;
@@ -16,13 +17,17 @@ use kube::Client;
 use serde_json::{json, Value};
 
 /// Every VPA: the scoped ones this recommender computes, with the
-/// resourceVersion each was read at.
+/// resourceVersion each was read at. With `--vpa-object-namespace`, only
+/// that namespace is listed, as upstream's informers list it.
 pub(super) async fn read_vpas(
     client: &Client,
-    name: &str,
+    replay: &Replay,
 ) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
     const WHAT: &str = "verticalpodautoscalers.autoscaling.k8s.io";
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &vpa_resource());
+    let api: Api<DynamicObject> = match replay.namespaces.only() {
+        Some(namespace) => Api::namespaced_with(client.clone(), namespace, &vpa_resource()),
+        None => Api::all_with(client.clone(), &vpa_resource()),
+    };
     let list = match api.list(&ListParams::default()).await {
         Ok(list) => list,
         // No VPA CRD: no VPA to recommend for, and nothing to wait for.
@@ -37,7 +42,7 @@ pub(super) async fn read_vpas(
     for object in &list.items {
         let value = object_value(object, "VerticalPodAutoscaler");
         match ScopedVpa::from_value(&value) {
-            Ok(Some(vpa)) if vpa.is_for(name) => {
+            Ok(Some(vpa)) if replay.computes(&vpa) => {
                 out.push((
                     vpa,
                     object.metadata.resource_version.clone().unwrap_or_default(),

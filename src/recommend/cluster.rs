@@ -135,6 +135,13 @@ async fn restore(
             "upstream's VerticalPodAutoscalerCheckpoints not read: nothing imported"
         ),
     }
+    // The history of a VPA in a namespace this recommender does not handle
+    // is another recommender's: continuing it here would write it back
+    // over that recommender's newer checkpoints.
+    checkpoint::forget_unscoped(&mut history, |key| {
+        key.split_once('/')
+            .is_some_and(|(namespace, _)| replay.namespaces.handles(namespace))
+    });
     Ok(history)
 }
 
@@ -210,7 +217,8 @@ async fn write_checkpoints(
     for object in existing.items {
         let ns = object.metadata.namespace.clone().unwrap_or_default();
         let name = object.metadata.name.clone().unwrap_or_default();
-        if !written.contains(&(ns.clone(), name.clone())) {
+        // Another namespace's checkpoints are another recommender's.
+        if !written.contains(&(ns.clone(), name.clone())) && config.replay.namespaces.handles(&ns) {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(client.clone(), &ns, &checkpoint_resource());
             if let Err(error) = api.delete(&name, &DeleteParams::default()).await {
@@ -236,7 +244,7 @@ async fn interval(
     metrics: &RecommenderMetrics,
 ) -> Result<bool, ClusterError> {
     read_scope_gate(client, gate).await;
-    let vpas = read_vpas(client, &config.replay.recommender_name).await?;
+    let vpas = read_vpas(client, &config.replay).await?;
     let namespaces: BTreeSet<&str> = vpas.iter().map(|(v, _)| v.namespace.as_str()).collect();
     let namespaces: Vec<&str> = namespaces.into_iter().collect();
     pods.watch(client, &namespaces);

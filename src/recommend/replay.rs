@@ -10,6 +10,7 @@ use super::model::{History, Ingested, ModelConfig};
 use super::status::{vpa_status, StatusConfig};
 use super::upstream;
 use crate::manifest::{self, ManifestError};
+use crate::vpa::namespaces::VpaNamespaces;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 use std::path::Path;
@@ -44,13 +45,13 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    /// The scoped VPAs recommender `name` computes.
+    /// The scoped VPAs `replay` computes.
     #[must_use]
-    pub fn scoped(&self, name: &str) -> Vec<ScopedVpa> {
+    pub fn scoped(&self, replay: &Replay) -> Vec<ScopedVpa> {
         self.vpas
             .iter()
             .filter_map(|(_, s)| s.clone())
-            .filter(|s| s.is_for(name))
+            .filter(|s| replay.computes(s))
             .collect()
     }
 }
@@ -121,6 +122,8 @@ pub struct Replay {
     pub status: StatusConfig,
     /// `--recommender-name`.
     pub recommender_name: String,
+    /// `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
+    pub namespaces: VpaNamespaces,
 }
 
 /// What a replay produced.
@@ -161,7 +164,16 @@ impl Replay {
                 status_limit: super::fit::STATUS_LIMIT,
             },
             recommender_name: "default".to_owned(),
+            namespaces: VpaNamespaces::All,
         }
+    }
+
+    /// Whether this recommender computes `vpa`: it names this recommender
+    /// (or none, for `default`) and lies in a namespace it handles. Any
+    /// other VPA is left as it is, for the recommender that owns it.
+    #[must_use]
+    pub fn computes(&self, vpa: &ScopedVpa) -> bool {
+        vpa.is_for(&self.recommender_name) && self.namespaces.handles(&vpa.namespace)
     }
 
     /// Runs `intervals` (in timestamp order; taken one at a time, so they
@@ -175,7 +187,7 @@ impl Replay {
         mut history: History,
         intervals: impl IntoIterator<Item = (Timestamp, Vec<PodUsage>)>,
     ) -> Outcome {
-        let scoped = cluster.scoped(&self.recommender_name);
+        let scoped = cluster.scoped(self);
         for pod in &cluster.pods {
             history.upsert_pod(pod);
         }
@@ -195,7 +207,7 @@ impl Replay {
             .vpas
             .iter()
             .map(|(object, s)| {
-                let Some(vpa) = s.as_ref().filter(|v| v.is_for(&self.recommender_name)) else {
+                let Some(vpa) = s.as_ref().filter(|v| self.computes(v)) else {
                     return object.clone();
                 };
                 let key = format!("{}/{}", vpa.namespace, vpa.name);

@@ -50,6 +50,8 @@ pub struct UpdateConfig {
     /// `evictAfterOOMSeconds` replaces `--evict-after-oom-threshold` for
     /// its pods.
     pub per_vpa_config: bool,
+    /// `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
+    pub namespaces: crate::vpa::namespaces::VpaNamespaces,
 }
 
 impl Default for UpdateConfig {
@@ -61,6 +63,7 @@ impl Default for UpdateConfig {
             in_place_skip_disruption_budget: false,
             missing: MissingNodeRecommendation::Aggregate,
             per_vpa_config: false,
+            namespaces: crate::vpa::namespaces::VpaNamespaces::All,
         }
     }
 }

@@ -52,6 +52,11 @@ pub fn plan_pass(
     // A plan per pod at most: grown once, not doubled along the pass.
     let mut out = Vec::with_capacity(workloads.pods.len());
     for ((namespace, ds), pods) in workloads.by_daemonset() {
+        // A VPA of a namespace this updater does not handle is as if
+        // absent: another updater may own it.
+        if !config.namespaces.handles(namespace) {
+            continue;
+        }
         let Some(vpa) = snapshot.vpa_for(namespace, ds) else {
             continue;
         };

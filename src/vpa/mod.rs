@@ -9,6 +9,7 @@
 //! from, minus the parts no consumer reads.
 
 pub mod limit_range;
+pub mod namespaces;
 pub mod policy;
 pub mod recommendations;
 pub mod resources;

@@ -14,6 +14,7 @@ mod inputs;
 mod kustomize;
 mod suites;
 mod update;
+mod upstream_flags;
 
 use serde_json::Value;
 use std::io::Write;

@@ -48,13 +48,13 @@ fn recommender() -> Process {
     command.args([
         "--instance",
         "e2e-recommender",
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         NAMESPACE,
     ]);
     command.args([
-        "--lease-name",
+        "--leader-elect-resource-name",
         "e2e-reports-recommender",
-        "--lease-duration=3s",
+        "--leader-elect-lease-duration=3s",
     ]);
     command.arg(format!("--report-heartbeat={HEARTBEAT_SECONDS}s"));
     command.arg("--report-expiry=60s");

@@ -92,9 +92,9 @@ fn recommender(port: u16) -> Process {
         root().join("examples/recommend/metrics").display()
     ));
     args.extend(strings(&[
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         NS,
-        "--lease-duration=3s",
+        "--leader-elect-lease-duration=3s",
         HEARTBEAT,
         EXPIRY,
     ]));

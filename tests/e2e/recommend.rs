@@ -105,12 +105,12 @@ fn recommender(instance: &str, metrics: &Path) -> Process {
     command.args([
         "--instance",
         instance,
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         NAMESPACE,
-        "--lease-name",
+        "--leader-elect-resource-name",
         "recommender",
     ]);
-    command.arg(format!("--lease-duration={LEASE_SECONDS}s"));
+    command.arg(format!("--leader-elect-lease-duration={LEASE_SECONDS}s"));
     command.args(["--log-format", "json"]);
     command.arg(format!(
         "--address=127.0.0.1:{}",

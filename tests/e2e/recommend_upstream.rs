@@ -218,11 +218,11 @@ pub async fn run(plane: &ControlPlane) {
     command.args([
         "--instance",
         "e2e-rec-upstream",
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         NAMESPACE,
-        "--lease-name",
+        "--leader-elect-resource-name",
         "recommender",
-        "--lease-duration=3s",
+        "--leader-elect-lease-duration=3s",
     ]);
     command.args(["--log-format", "json"]);
     command.arg(format!(

@@ -128,11 +128,11 @@ pub(crate) fn updater_in(ns: &str, instance: &str, port: u16, extra: &[&str]) ->
     command.args([
         "--instance",
         instance,
-        "--lease-namespace",
+        "--leader-elect-resource-namespace",
         ns,
-        "--lease-name",
+        "--leader-elect-resource-name",
         "updater",
-        "--lease-duration",
+        "--leader-elect-lease-duration",
         "3s",
     ]);
     command.args([
@@ -142,7 +142,7 @@ pub(crate) fn updater_in(ns: &str, instance: &str, port: u16, extra: &[&str]) ->
         "30s",
     ]);
     command.args(["--log-format", "json"]);
-    command.arg(format!("--metrics-listen=127.0.0.1:{port}"));
+    command.arg(format!("--address=127.0.0.1:{port}"));
     command.args(extra);
     let log = std::env::temp_dir().join(format!(
         "nodescope-e2e-{instance}-{}.log",
