@@ -72,11 +72,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         tokio::signal::unix::SignalKind::terminate(),
                     )
                     .context("installing the SIGTERM handler")?;
-                    let client = controller
+                    let connection = controller
                         .cluster
                         .connect(cli::cluster::Retry::Default)
-                        .await?
-                        .client;
+                        .await?;
+                    let client = connection.client.clone();
                     let lease = nodescope::leader::LeaseConfig {
                         namespace: controller.lease_namespace.clone(),
                         name: controller.lease_name.clone(),
@@ -116,7 +116,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         nodescope::features::controller::run(client, config, &metrics, shutdown)
                             .await;
                     probes.abort();
-                    result.context("features controller")?;
+                    result
+                        .map_err(|e| cli::cluster::explain(&e, &connection.target))
+                        .context("features controller")?;
                     anyhow::Ok(())
                 })?;
                 return Ok(ExitCode::SUCCESS);

@@ -58,12 +58,12 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     )?;
     // kube's default client retries 429s for minutes, which would hold a
     // pass; a refusal is an answer.
-    let client = args
+    let connection = args
         .cluster
         .connect(super::cluster::Retry::Off)
         .await
-        .map_err(|e| e.to_string())?
-        .client;
+        .map_err(|e| e.to_string())?;
+    let client = connection.client.clone();
     let reports = reporter
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
@@ -100,6 +100,6 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| e.to_string())?;
+    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -426,12 +426,12 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
             &["vpa-node-scope"],
         )
         .map_err(RecommendError::Flags)?;
-    let client = args
+    let connection = args
         .cluster
         .connect(super::cluster::Retry::Default)
         .await
-        .map_err(RecommendError::Client)?
-        .client;
+        .map_err(RecommendError::Client)?;
+    let client = connection.client.clone();
     let reports = reporter
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
@@ -466,7 +466,12 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    Ok(result?)
+    // A failure of the client in kubectl's words; the loop's own as it
+    // says them.
+    result.map_err(|e| match super::cluster::explain(&e, &connection.target) {
+        super::cluster::ClusterError::Other(_) => RecommendError::Loop(e),
+        words => RecommendError::Client(words),
+    })
 }
 
 #[cfg(test)]

@@ -402,6 +402,6 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| e.to_string())?;
+    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }
