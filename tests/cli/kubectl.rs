@@ -185,6 +185,31 @@ fn every_cluster_command_says_which_server_refused_and_which_kubeconfig_named_it
             "{args:?}"
         );
     }
+    // The controllers log as they go (other threads until the exit), and
+    // stop with the same words.
+    for (args, prefix) in [
+        (
+            vec!["update", "--metrics-listen", "127.0.0.1:0"],
+            "update: ",
+        ),
+        (vec!["recommend", "--address", "127.0.0.1:0"], "recommend: "),
+        (
+            vec!["balloon", "controller", "--metrics-listen", "127.0.0.1:0"],
+            "balloon: ",
+        ),
+        (
+            vec!["features", "controller", "--metrics-listen", "127.0.0.1:0"],
+            "features controller: ",
+        ),
+    ] {
+        let mut all = args.clone();
+        all.extend(["--kubeconfig", path]);
+        let output = nodescope(&all);
+        assert_exit(&output, 2);
+        let text = stderr(&output);
+        let words = format!("nodescope: {prefix}{refused}");
+        assert!(text.lines().any(|l| l == words), "{args:?}: {text}");
+    }
 }
 
 #[test]
