@@ -40,14 +40,18 @@ fn offline(
     }
 }
 
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(args) => {
             cli::init_logging(args.log_format, &args.log_level);
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let runtime = runtime()?;
             runtime.block_on(cli::run_serve(*args))?;
             Ok(ExitCode::SUCCESS)
         }
@@ -60,10 +64,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Features(args) => {
             if let Some(cli::features::FeaturesCommand::Controller(controller)) = &args.command {
                 cli::init_logging(controller.log_format, "info");
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .enable_all()
-                    .build()
-                    .context("starting the async runtime")?;
+                let runtime = runtime()?;
                 runtime.block_on(async {
                     // Installed first: a SIGTERM (a pod deletion) must reach
                     // the release of the Lease, never the default action.
@@ -71,9 +72,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         tokio::signal::unix::SignalKind::terminate(),
                     )
                     .context("installing the SIGTERM handler")?;
-                    let client = kube::Client::try_default()
-                        .await
-                        .context("connecting to the cluster (kubeconfig or service account)")?;
+                    let connection = controller
+                        .cluster
+                        .connect(cli::cluster::Retry::Default)
+                        .await?;
+                    let client = connection.client.clone();
                     let lease = nodescope::leader::LeaseConfig {
                         namespace: controller.lease_namespace.clone(),
                         name: controller.lease_name.clone(),
@@ -113,7 +116,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         nodescope::features::controller::run(client, config, &metrics, shutdown)
                             .await;
                     probes.abort();
-                    result.context("features controller")?;
+                    result
+                        .map_err(|e| cli::cluster::explain(&e, &connection.target))
+                        .context("features controller")?;
                     anyhow::Ok(())
                 })?;
                 return Ok(ExitCode::SUCCESS);
@@ -134,10 +139,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             if !args.plan {
                 cli::init_logging(args.log_format, "info");
             }
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let runtime = runtime()?;
             Ok(match runtime.block_on(cli::update::run_cluster(&args)) {
                 Ok(code) => code,
                 Err(error) => {
@@ -149,24 +151,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Balloon(args) => {
             use cli::balloon::BalloonCommand;
             if let BalloonCommand::Status(status) = &args.command {
-                if status.store.starts_with("file:") {
-                    let mut out = std::io::stdout().lock();
-                    return Ok(match cli::balloon::run_status_offline(status, &mut out) {
-                        Ok(code) => code,
-                        Err(error) => {
-                            eprintln!("nodescope: balloon status: {error}");
-                            ExitCode::from(2)
-                        }
-                    });
-                }
+                let result = if status.store.starts_with("file:") {
+                    cli::balloon::run_status_offline(status, &mut std::io::stdout().lock())
+                } else {
+                    runtime()?.block_on(cli::balloon::run_status_cluster(status))
+                };
+                return Ok(result.unwrap_or_else(|error| {
+                    eprintln!("nodescope: balloon status: {error}");
+                    ExitCode::from(2)
+                }));
             }
             if let BalloonCommand::Controller(controller) = &args.command {
                 cli::init_logging(controller.log_format, "info");
             }
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let runtime = runtime()?;
             Ok(match runtime.block_on(cli::balloon::run_cluster(&args)) {
                 Ok(code) => code,
                 Err(error) => {
@@ -174,6 +172,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     ExitCode::from(2)
                 }
             })
+        }
+        Command::Version(args) => {
+            cli::version::run_version(&args, &mut std::io::stdout().lock())
+                .map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completion(args) => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            cli::version::run_completion(&args, &mut command, &mut std::io::stdout().lock())
+                .map_err(anyhow::Error::msg)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Recommend(args) => {
             if cli::recommend::is_offline(&args) {
@@ -187,10 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 });
             }
             cli::init_logging(args.running.log_format, "info");
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
+            let runtime = runtime()?;
             runtime
                 .block_on(cli::recommend::run_cluster(&args))
                 .context("recommend")?;

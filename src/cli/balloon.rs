@@ -3,21 +3,16 @@
 //! `--store file:DIR`); `set` writes a Node's usable size; `controller`
 //! resizes the balloons to match.
 
-use super::flags;
+use super::cluster::{ClusterError, ClusterFlags, Connection};
+use super::scope::Selector;
 use super::update::Output;
-use crate::balloon::node::check_usable_quantity;
-use crate::balloon::{
-    check_usable, plan_objects, BalloonConfig, BalloonNode, DesiredSize, Fraction, NodePlan,
-    Resource, State, USABLE_CPU_ANNOTATION, USABLE_FRACTION_ANNOTATION, USABLE_MEMORY_ANNOTATION,
-};
-use crate::quantity::Quantity;
+use crate::balloon::{plan_objects, BalloonConfig, DesiredSize, Fraction, NodePlan, State};
 use clap::{Args, Subcommand};
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, ListParams};
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// `nodescope balloon`.
 #[derive(Debug, Args, Clone)]
@@ -36,7 +31,7 @@ pub enum BalloonCommand {
     Status(StatusArgs),
     /// Set a Node's usable size (its annotations); the balloon controller
     /// resizes its balloon to match.
-    Set(SetArgs),
+    Set(super::balloon_set::SetArgs),
     /// Resize every node's balloon to its usable size, as the leader of
     /// its replicas.
     Controller(Box<super::balloon_controller::ControllerArgs>),
@@ -45,9 +40,21 @@ pub enum BalloonCommand {
 /// `nodescope balloon status`.
 #[derive(Debug, Args, Clone)]
 pub struct StatusArgs {
-    /// Where Nodes and Pods come from: `kube` or `file:PATH`.
+    /// Only these Nodes, as `kubectl get nodes NODE...`; a name that is
+    /// not there is an error (exit 1), the others are shown.
+    #[arg(value_name = "NODE")]
+    pub nodes: Vec<String>,
+    /// Only the Nodes whose labels match, in kubectl's syntax
+    /// (`node.kubernetes.io/instance-type=m5.large`, `pool in (a,b)`);
+    /// not with NODE names, as kubectl.
+    #[arg(short = 'l', long, value_name = "SELECTOR", value_parser = Selector::parse, conflicts_with = "nodes")]
+    pub selector: Option<Selector>,
+    /// Where Nodes and Pods come from: `kube` or `file:PATH` (`file:-`:
+    /// standard input).
     #[arg(long, default_value = "kube")]
     pub store: String,
+    #[command(flatten)]
+    pub cluster: ClusterFlags,
     /// The output.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: Output,
@@ -59,53 +66,6 @@ pub struct StatusArgs {
     /// `git diff --exit-code`; without it, 0 whatever the states.
     #[arg(long)]
     pub exit_code: bool,
-}
-
-/// `nodescope balloon set`.
-#[derive(Debug, Args, Clone)]
-#[command(group(
-    clap::ArgGroup::new("size")
-        .required(true)
-        .multiple(true)
-        .args(["usable_cpu", "usable_memory", "usable_fraction"])
-))]
-pub struct SetArgs {
-    /// The Node.
-    pub node: String,
-    /// The cpu that workloads may use (a quantity above 0 and at most the
-    /// node's allocatable: `6`, `5500m`).
-    #[arg(long, value_parser = usable_cpu, allow_hyphen_values = true)]
-    pub usable_cpu: Option<Quantity>,
-    /// The memory that workloads may use (a quantity above 0 and at most
-    /// the node's allocatable: `24Gi`).
-    #[arg(long, value_parser = usable_memory, allow_hyphen_values = true)]
-    pub usable_memory: Option<Quantity>,
-    /// Instead, the fraction of allocatable that workloads may use.
-    #[arg(long, value_parser = Fraction::parse, conflicts_with_all = ["usable_cpu", "usable_memory"])]
-    pub usable_fraction: Option<Fraction>,
-    /// Return once the resize is actuated or refused (exit 0 when the
-    /// balloon holds what was asked, 1 otherwise).
-    #[arg(long)]
-    pub wait: bool,
-    /// How long `--wait` waits.
-    #[arg(long, default_value = "2m", value_parser = flags::interval)]
-    pub timeout: Duration,
-}
-
-/// `--usable-cpu`: a quantity, checked alone as the Node's annotation is.
-fn usable_cpu(text: &str) -> Result<Quantity, String> {
-    usable(text, Resource::Cpu)
-}
-
-/// `--usable-memory`.
-fn usable_memory(text: &str) -> Result<Quantity, String> {
-    usable(text, Resource::Memory)
-}
-
-fn usable(text: &str, r: Resource) -> Result<Quantity, String> {
-    let q = Quantity::parse(text).map_err(|e| e.to_string())?;
-    check_usable_quantity(r, &q)?;
-    Ok(q)
 }
 
 /// Whether a plan needs the operator: `--exit-code` exits 1 for it.
@@ -125,25 +85,19 @@ fn status_code(args: &StatusArgs, plans: &[NodePlan]) -> ExitCode {
     }
 }
 
-/// Writes the plans as a table, JSON (`{"items": [...]}`) or YAML.
+/// Writes the plans as a table, or as a List ([`super::list`]) in JSON or
+/// YAML.
 ///
 /// # Errors
 /// When `out` fails.
 pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
-    // A struct, not `json!`, so that each item's keys keep their order.
-    #[derive(serde::Serialize)]
-    struct Items<'a> {
-        items: &'a [NodePlan],
-    }
-    let document = Items { items: plans };
     match output {
         Output::Json => {
-            let text = serde_json::to_string_pretty(&document).unwrap_or_default();
-            writeln!(out, "{text}")
+            let text = super::list::json(plans).map_err(std::io::Error::other)?;
+            write!(out, "{text}")
         }
         Output::Yaml => {
-            let text = serde_saphyr::to_string(&document)
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let text = super::list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Table => {
@@ -193,73 +147,125 @@ impl StatusArgs {
 /// Unreadable input, naming the file or object.
 pub fn run_status_offline(args: &StatusArgs, out: &mut impl Write) -> Result<ExitCode, String> {
     let path = args.store.trim_start_matches("file:");
-    let (nodes, pods) = crate::input::cluster::balloon_state(
+    let (mut nodes, pods) = crate::input::cluster::balloon_state(
         std::path::Path::new(path),
         &format!("--store {}", args.store),
+        &|node| args.selector.as_ref().is_none_or(|s| s.matches(node)),
     )
     .map_err(|e| e.to_string())?;
+    let mut missing = Vec::new();
+    if !args.nodes.is_empty() {
+        nodes.retain(|n| args.nodes.contains(&n.name));
+        missing = args
+            .nodes
+            .iter()
+            .filter(|name| !nodes.iter().any(|n| &n.name == *name))
+            .cloned()
+            .collect();
+    }
     let plans = crate::balloon::plan_nodes(&nodes, &pods, &args.config());
-    render(&plans, args.output, out).map_err(|e| e.to_string())?;
-    Ok(status_code(args, &plans))
+    finish(args, &plans, &missing, out)
 }
 
-/// The client of every `balloon` command: kube's default client retries
-/// 429s for minutes, which would hold a pass; a refusal is an answer.
-///
-/// # Errors
-/// No kubeconfig or service account.
-pub async fn client() -> Result<kube::Client, String> {
-    let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
-    config.default_retry = false;
-    kube::Client::try_from(config).map_err(|e| e.to_string())
+/// Prints the rows, then each NODE not found as kubectl does (offline and
+/// against the cluster in the same words): exit 1 when one is missing.
+fn finish(
+    args: &StatusArgs,
+    plans: &[NodePlan],
+    missing: &[String],
+    out: &mut impl Write,
+) -> Result<ExitCode, String> {
+    // kubectl prints nothing but the errors when no name was found.
+    if missing.is_empty() || !plans.is_empty() {
+        render(plans, args.output, out).map_err(|e| e.to_string())?;
+    }
+    out.flush().map_err(|e| e.to_string())?;
+    for name in missing {
+        eprintln!(
+            "nodescope: balloon status: {}",
+            ClusterError::not_found("nodes", name)
+        );
+    }
+    Ok(if missing.is_empty() {
+        status_code(args, plans)
+    } else {
+        ExitCode::from(1)
+    })
 }
 
-/// Lists Nodes and Pods (only those on `node`, when given) as JSON objects.
+/// Lists Nodes and Pods as JSON objects: the Nodes named (and the names
+/// not found) with the Pods on them, or every Node `selector` picks and
+/// every Pod.
 ///
 /// # Errors
-/// A list that fails, naming it.
-pub async fn gather(client: &kube::Client, node: Option<&str>) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
+/// A request that fails, in kubectl's words.
+pub async fn gather(
+    connection: &Connection,
+    names: &[String],
+    selector: Option<&Selector>,
+) -> Result<(Vec<Value>, Vec<String>), ClusterError> {
+    let client = &connection.client;
+    let json = |object: Result<Value, serde_json::Error>, kind: &str| {
+        object
+            .map(|mut v| {
+                v["kind"] = kind.into();
+                v
+            })
+            .map_err(|e| ClusterError::Other(format!("{kind}: {e}")))
+    };
+    let (mut out, mut missing) = (Vec::new(), Vec::new());
     let nodes: Api<Node> = Api::all(client.clone());
-    let listed = match node {
-        Some(name) => vec![nodes
-            .get(name)
-            .await
-            .map_err(|e| format!("Node {name}: {e}"))?],
-        None => {
-            nodes
-                .list(&ListParams::default())
-                .await
-                .map_err(|e| format!("listing nodes: {e}"))?
-                .items
-        }
-    };
-    for n in listed {
-        let mut v = serde_json::to_value(n).map_err(|e| e.to_string())?;
-        v["kind"] = "Node".into();
-        out.push(v);
-    }
     let pods: Api<Pod> = Api::all(client.clone());
-    let params = match node {
-        Some(name) => ListParams::default().fields(&format!("spec.nodeName={name}")),
-        None => ListParams::default(),
-    };
-    let listed = pods
-        .list(&params)
-        .await
-        .map_err(|e| format!("listing pods: {e}"))?;
-    for p in listed.items {
-        let mut v = serde_json::to_value(p).map_err(|e| e.to_string())?;
-        v["kind"] = "Pod".into();
-        out.push(v);
+    if names.is_empty() {
+        let mut params = ListParams::default();
+        if let Some(selector) = selector {
+            params = params.labels(&selector.text);
+        }
+        let listed = nodes
+            .list(&params)
+            .await
+            .map_err(|e| connection.error(&e))?;
+        for node in listed.items {
+            let node = json(serde_json::to_value(node), "Node")?;
+            // The server selected already; the same test offline.
+            if selector.is_none_or(|s| s.matches(&node)) {
+                out.push(node);
+            }
+        }
+        let listed = pods
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| connection.error(&e))?;
+        for pod in listed.items {
+            out.push(json(serde_json::to_value(pod), "Pod")?);
+        }
+        return Ok((out, missing));
     }
-    Ok(out)
+    for name in names {
+        let node = match nodes.get(name).await {
+            Ok(node) => node,
+            Err(e) => match connection.error(&e) {
+                error if error.is_not_found() => {
+                    missing.push(name.clone());
+                    continue;
+                }
+                error => return Err(error),
+            },
+        };
+        out.push(json(serde_json::to_value(node), "Node")?);
+        let params = ListParams::default().fields(&format!("spec.nodeName={name}"));
+        let listed = pods.list(&params).await.map_err(|e| connection.error(&e))?;
+        for pod in listed.items {
+            out.push(json(serde_json::to_value(pod), "Pod")?);
+        }
+    }
+    Ok((out, missing))
 }
 
 /// `balloon status` against the cluster.
 ///
 /// # Errors
-/// No cluster, or a list that fails.
+/// No cluster, or a request that fails.
 pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
     if args.store != "kube" {
         return Err(format!(
@@ -267,118 +273,16 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
             args.store
         ));
     }
-    let client = client().await?;
-    let objects = gather(&client, None).await?;
+    let connection = args
+        .cluster
+        .connect(super::cluster::Retry::Off)
+        .await
+        .map_err(|e| e.to_string())?;
+    let (objects, missing) = gather(&connection, &args.nodes, args.selector.as_ref())
+        .await
+        .map_err(|e| e.to_string())?;
     let plans = plan_objects(&objects, &args.config())?;
-    render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
-    Ok(status_code(args, &plans))
-}
-
-/// The merge patch `set` writes: the asked annotations, the others removed
-/// (an absolute size would win over a fraction), guarded by the Node's
-/// resourceVersion.
-#[must_use]
-pub fn set_patch(args: &SetArgs, resource_version: &str) -> Value {
-    let text = |q: &Option<Quantity>| q.as_ref().map_or(Value::Null, |q| q.to_string().into());
-    serde_json::json!({
-        "metadata": {
-            "resourceVersion": resource_version,
-            "annotations": {
-                USABLE_CPU_ANNOTATION: text(&args.usable_cpu),
-                USABLE_MEMORY_ANNOTATION: text(&args.usable_memory),
-                USABLE_FRACTION_ANNOTATION: args.usable_fraction.map_or(Value::Null, |f| f.to_string().into()),
-            }
-        }
-    })
-}
-
-/// The patch for `node` (the Node as read), once the asked size passed
-/// the one check the controller and `balloon status` make too, against
-/// the node's allocatable.
-///
-/// # Errors
-/// The Node cannot be read, or the size is wrong for it; nothing is
-/// written then.
-pub fn checked_set_patch(args: &SetArgs, node: &Value) -> Result<Value, String> {
-    let read = BalloonNode::from_value(node).map_err(|e| e.to_string())?;
-    let desired = DesiredSize {
-        cpu: args.usable_cpu.clone(),
-        memory: args.usable_memory.clone(),
-        fraction: args.usable_fraction,
-    };
-    check_usable(&desired, &read.allocatable)
-        .map_err(|e| format!("Node {}: {e}; nothing was written", read.name))?;
-    let version = node
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    Ok(set_patch(args, version))
-}
-
-/// `balloon set`: reads the Node, checks the size against its allocatable,
-/// patches it (retrying a conflict with a fresh read), then with `--wait`
-/// follows the node's plan until it settles or is refused.
-///
-/// # Errors
-/// No cluster, no such Node, or a patch that keeps failing.
-pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
-    let client = client().await?;
-    let nodes: Api<Node> = Api::all(client.clone());
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let node = nodes
-            .get(&args.node)
-            .await
-            .map_err(|e| format!("Node {}: {e}", args.node))?;
-        let node = serde_json::to_value(&node).map_err(|e| format!("Node {}: {e}", args.node))?;
-        let patch = checked_set_patch(args, &node)?;
-        match nodes
-            .patch(&args.node, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => break,
-            Err(kube::Error::Api(status)) if status.code == 409 && attempt < 5 => continue,
-            Err(e) => return Err(format!("Node {}: {e}", args.node)),
-        }
-    }
-    println!("node/{} usable size set", args.node);
-    if !args.wait {
-        return Ok(ExitCode::SUCCESS);
-    }
-    let deadline = tokio::time::Instant::now() + args.timeout;
-    loop {
-        let objects = gather(&client, Some(&args.node)).await?;
-        let plans = plan_objects(&objects, &BalloonConfig::default())?;
-        let plan = plans.into_iter().find(|p| p.node == args.node);
-        if let Some(p) = &plan {
-            let done = matches!(
-                p.state,
-                State::Settled
-                    | State::Refused
-                    | State::Infeasible
-                    | State::Invalid
-                    | State::NoBalloon
-            );
-            if done {
-                println!("{}: {}", p.state.as_str(), p.reason);
-                return Ok(if p.state == State::Settled {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::from(1)
-                });
-            }
-        }
-        if tokio::time::Instant::now() >= deadline {
-            let words = plan.map_or_else(
-                || "no plan".to_owned(),
-                |p| format!("{}: {}", p.state.as_str(), p.reason),
-            );
-            println!("timed out after {:?}; {words}", args.timeout);
-            return Ok(ExitCode::from(1));
-        }
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    finish(args, &plans, &missing, &mut std::io::stdout().lock())
 }
 
 /// Runs a `balloon` command against the cluster.
@@ -388,49 +292,7 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
 pub async fn run_cluster(args: &BalloonArgs) -> Result<ExitCode, String> {
     match &args.command {
         BalloonCommand::Status(status) => run_status_cluster(status).await,
-        BalloonCommand::Set(set) => run_set(set).await,
+        BalloonCommand::Set(set) => super::balloon_set::run_set(set).await,
         BalloonCommand::Controller(controller) => super::balloon_controller::run(controller).await,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        set: SetArgs,
-    }
-
-    fn parse(args: &[&str]) -> Result<SetArgs, String> {
-        Cli::try_parse_from(std::iter::once("set").chain(args.iter().copied()))
-            .map(|c| c.set)
-            .map_err(|e| e.kind().to_string())
-    }
-
-    #[test]
-    fn set_replaces_every_size_annotation_under_the_nodes_resource_version() {
-        let args = parse(&["n1", "--usable-fraction", "0.25"]).expect("args");
-        assert_eq!(
-            set_patch(&args, "42"),
-            serde_json::json!({"metadata": {"resourceVersion": "42", "annotations": {
-                "nodescope.dev/usable-cpu": null,
-                "nodescope.dev/usable-memory": null,
-                "nodescope.dev/usable-fraction": "0.25"}}})
-        );
-        let args = parse(&["n1", "--usable-memory", "24Gi"]).expect("args");
-        assert_eq!(
-            set_patch(&args, "7")["metadata"]["annotations"]["nodescope.dev/usable-memory"],
-            "24Gi"
-        );
-    }
-
-    #[test]
-    fn set_needs_a_size_and_takes_a_fraction_alone() {
-        assert!(parse(&["n1"]).is_err());
-        assert!(parse(&["n1", "--usable-cpu", "6", "--usable-fraction", "0.5"]).is_err());
-        assert!(parse(&["n1", "--usable-fraction", "1.5"]).is_err());
     }
 }

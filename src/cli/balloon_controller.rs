@@ -42,6 +42,8 @@ pub struct ControllerArgs {
     /// status.uses.
     #[command(flatten)]
     pub report: super::report_flags::ReportFlags,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
 }
 
 /// Runs the controller until SIGTERM, with /metrics, /healthz and /readyz.
@@ -54,7 +56,14 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
         &super::report_flags::instance(&args.instance, "nodescope-balloon"),
         &["balloon-pods"],
     )?;
-    let client = super::balloon::client().await?;
+    // kube's default client retries 429s for minutes, which would hold a
+    // pass; a refusal is an answer.
+    let connection = args
+        .cluster
+        .connect(super::cluster::Retry::Off)
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = connection.client.clone();
     let reports = reporter
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
@@ -96,6 +105,6 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| e.to_string())?;
+    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }

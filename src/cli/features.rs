@@ -6,6 +6,7 @@
 //! objects given with `-f`.
 
 use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
+pub(crate) use super::table::{age, table};
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
 use crate::features::cluster::{read_features, read_view};
@@ -16,7 +17,6 @@ use crate::json::str_at;
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
 use clap::{Args, Subcommand, ValueEnum};
-use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -90,6 +90,8 @@ pub struct ControllerArgs {
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
     pub metrics_listen: std::net::SocketAddr,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
     /// Create the Features nodescope owns (kube-system/vpa-node-scope and
     /// kube-system/balloon-pods, desired Enabled) when absent, on becoming
     /// leader; one that exists is never changed.
@@ -104,14 +106,25 @@ pub use super::flags::parse_duration;
 pub struct UsesArgs {
     /// The Feature's name.
     pub name: String,
-    /// The Feature's namespace.
-    #[arg(short = 'n', long, default_value = "kube-system")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub namespace: FeatureNamespace,
     #[command(flatten)]
     pub source: Source,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: UsesFormat,
+}
+
+/// Which namespace the Feature NAME is looked up in: `-n`, or with `-A`
+/// every namespace (each Feature of that name, a List with `-o json|yaml`).
+#[derive(Debug, Args, Clone)]
+pub struct FeatureNamespace {
+    /// The Feature's namespace.
+    #[arg(short = 'n', long, default_value = "kube-system")]
+    pub namespace: String,
+    /// The Features of that name in every namespace.
+    #[arg(short = 'A', long, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
 }
 
 /// Where the Features, the policies and the objects come from.
@@ -129,6 +142,9 @@ pub struct Source {
     /// The gating policies; the bundle built into this binary when omitted.
     #[arg(long)]
     pub policies: Option<PathBuf>,
+    /// Without -f and --params: the cluster.
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
 }
 
 /// `-o` of `features uses`.
@@ -249,9 +265,9 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
 /// Features, gating policies (or `--policies`), the objects they match and
 /// its Namespaces, read as the controller reads them.
 fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
-    let failed = |what: &str, e: &dyn std::fmt::Display| -> RunError {
+    let failed = |e: &super::cluster::ClusterError| -> RunError {
         InputError::Usage(format!(
-            "{what}: {e} (or give the objects offline with -f and --params)"
+            "{e} - or give the objects offline with -f and --params"
         ))
         .into()
     };
@@ -264,15 +280,17 @@ fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
         .build()
         .map_err(|e| RunError::Internal(format!("starting the async runtime: {e}")))?;
     runtime.block_on(async {
-        let client = kube::Client::try_default()
+        let connection = source
+            .cluster
+            .connect(super::cluster::Retry::Default)
             .await
-            .map_err(|e| failed("no cluster to read", &e))?;
-        let features = read_features(&client)
-            .await
-            .map_err(|e| failed("reading the cluster", &e))?;
-        let view = read_view(&client, features)
-            .await
-            .map_err(|e| failed("reading the cluster", &e))?;
+            .map_err(|e| failed(&e))?;
+        let explain = |e: &crate::features::cluster::ClusterError| {
+            failed(&super::cluster::explain(e, &connection.target))
+        };
+        let client = &connection.client;
+        let features = read_features(client).await.map_err(|e| explain(&e))?;
+        let view = read_view(client, features).await.map_err(|e| explain(&e))?;
         Ok(Loaded {
             policies: override_policies.unwrap_or(view.policies),
             features: view.features,
@@ -302,20 +320,33 @@ pub fn run_features(args: &FeaturesArgs) -> Result<ExitCode, RunError> {
     }
 }
 
-/// The Feature `namespace/name` among those loaded.
+/// The Features `name` in the namespace asked (or, with `-A`, in every
+/// namespace, sorted by namespace) among those loaded.
 ///
 /// # Errors
 /// None has that name (exit 2), naming those there are.
-pub(crate) fn find_feature<'l>(
+pub(crate) fn find_features<'l>(
     loaded: &'l Loaded,
-    namespace: &str,
+    namespace: &FeatureNamespace,
     name: &str,
-) -> Result<&'l Value, RunError> {
-    if let Some(feature) = loaded.features.iter().find(|f| {
-        str_at(f, "/metadata/namespace") == namespace && str_at(f, "/metadata/name") == name
-    }) {
-        return Ok(feature);
+) -> Result<Vec<&'l Value>, RunError> {
+    let mut found: Vec<&Value> = loaded
+        .features
+        .iter()
+        .filter(|f| {
+            (namespace.all_namespaces || str_at(f, "/metadata/namespace") == namespace.namespace)
+                && str_at(f, "/metadata/name") == name
+        })
+        .collect();
+    found.sort_by_key(|f| str_at(f, "/metadata/namespace"));
+    if !found.is_empty() {
+        return Ok(found);
     }
+    let asked = if namespace.all_namespaces {
+        format!("{name} in any namespace")
+    } else {
+        format!("{}/{name}", namespace.namespace)
+    };
     let mut known: Vec<String> = loaded
         .features
         .iter()
@@ -333,78 +364,64 @@ pub(crate) fn find_feature<'l>(
     } else {
         format!("there are {}", known.join(", "))
     };
-    Err(InputError::Usage(format!("no Feature {namespace}/{name}: {known}")).into())
+    Err(InputError::Usage(format!("no Feature {asked}: {known}")).into())
+}
+
+/// Each report alone, or a List of them with `-A` (several objects).
+pub(crate) fn render_reports(
+    reports: &[Value],
+    all_namespaces: bool,
+    output: UsesFormat,
+) -> Result<String, RunError> {
+    match reports {
+        [one] if !all_namespaces => render(one, output),
+        _ => render(
+            &serde_json::to_value(super::list::list(reports))
+                .map_err(|e| RunError::Internal(e.to_string()))?,
+            output,
+        ),
+    }
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
     let loaded = load_with_objects(&args.source, "uses")?;
-    let feature = find_feature(&loaded, &args.namespace, &args.name)?;
-    let uses: Vec<_> = uses_of(&loaded, feature)?
-        .into_iter()
-        .flat_map(|p| p.uses)
-        .collect();
-    let text = match args.output {
-        UsesFormat::Table => {
+    let mut text = String::new();
+    let mut reports = Vec::new();
+    let mut any = false;
+    for feature in find_features(&loaded, &args.namespace, &args.name)? {
+        let namespace = str_at(feature, "/metadata/namespace");
+        let uses: Vec<_> = uses_of(&loaded, feature)?
+            .into_iter()
+            .flat_map(|p| p.uses)
+            .collect();
+        any |= !uses.is_empty();
+        if args.output == UsesFormat::Table {
             let mut rows = vec![["POLICY", "OBJECT", "MESSAGE"].map(str::to_owned)];
             rows.extend(
                 uses.iter()
                     .map(|u| [u.policy.clone(), u.label(), u.message.clone()]),
             );
-            let mut text = table(&rows);
+            text.push_str(&table(&rows));
             text.push_str(&format!(
-                "{} object(s) keep Feature {}/{} from turning off\n",
+                "{} object(s) keep Feature {namespace}/{} from turning off\n",
                 uses.len(),
-                args.namespace,
                 args.name
             ));
-            text
+        } else {
+            reports.push(
+                json!({"feature": {"namespace": namespace, "name": args.name}, "uses": uses}),
+            );
         }
-        UsesFormat::Json | UsesFormat::Yaml => render(
-            &json!({"feature": {"namespace": args.namespace, "name": args.name}, "uses": uses}),
-            args.output,
-        )?,
-    };
+    }
+    if args.output != UsesFormat::Table {
+        text = render_reports(&reports, args.namespace.all_namespaces, args.output)?;
+    }
     write_out(&text)?;
-    Ok(if uses.is_empty() {
+    Ok(if !any {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
-}
-
-/// Columns padded to their widest cell, three spaces apart, as kubectl does.
-pub(crate) fn table<const N: usize>(rows: &[[String; N]]) -> String {
-    let mut widths = [0; N];
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            if i + 1 == N {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}   ", width = widths[i]));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// kubectl's short age: `45s`, `12m`, `5h`, `3d`.
-pub(crate) fn age(now: Timestamp, then: Timestamp) -> String {
-    let seconds = now.duration_since(then).as_secs().max(0);
-    match seconds {
-        s if s < 120 => format!("{s}s"),
-        s if s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
-    }
 }
 
 pub(crate) fn write_out(text: &str) -> Result<(), RunError> {
@@ -415,28 +432,4 @@ pub(crate) fn write_out(text: &str) -> Result<(), RunError> {
         .map_err(|e| {
             RunError::Internal(format!("cannot write the output: {}", sources::reason(&e)))
         })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ages_read_as_kubectl_writes_them() {
-        let t = |s: i64| Timestamp::from_second(s).unwrap_or(Timestamp::UNIX_EPOCH);
-        assert_eq!(age(t(1000), t(955)), "45s");
-        assert_eq!(age(t(10_000), t(10_000 - 720)), "12m");
-        assert_eq!(age(t(100_000), t(100_000 - 5 * 3600)), "5h");
-        assert_eq!(age(t(1_000_000), t(1_000_000 - 3 * 86_400)), "3d");
-        assert_eq!(age(t(0), t(10)), "0s");
-    }
-
-    #[test]
-    fn tables_pad_every_column_but_the_last() {
-        let rows = [
-            ["A".to_owned(), "long".to_owned()],
-            ["bbbb".to_owned(), "x".to_owned()],
-        ];
-        assert_eq!(table(&rows), "A      long\nbbbb   x\n");
-    }
 }

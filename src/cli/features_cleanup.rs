@@ -5,7 +5,8 @@
 
 use super::dry_run::RunError;
 use super::features::{
-    find_feature, load_with_objects, table, uses_of, write_out, Loaded, Source, UsesFormat,
+    find_features, load_with_objects, render_reports, table, uses_of, write_out, FeatureNamespace,
+    Loaded, Source, UsesFormat,
 };
 use crate::features::cleanup::{self, CleanupPatch};
 use crate::input::InputError;
@@ -19,9 +20,8 @@ use std::process::ExitCode;
 pub struct CleanupArgs {
     /// The Feature's name.
     pub name: String,
-    /// The Feature's namespace.
-    #[arg(short = 'n', long, default_value = "kube-system")]
-    pub namespace: String,
+    #[command(flatten)]
+    pub namespace: FeatureNamespace,
     /// List the patches without sending them (required: the controller
     /// sends them, while the Feature is TurningOff).
     #[arg(long, required = true)]
@@ -40,42 +40,42 @@ pub struct CleanupArgs {
 /// bad input (exit 2); output that cannot be written (exit 3).
 pub fn run_cleanup(args: &CleanupArgs) -> Result<ExitCode, RunError> {
     let loaded = load_with_objects(&args.source, "cleanup")?;
-    let feature = find_feature(&loaded, &args.namespace, &args.name)?;
-    let rules = cleanup::rules(feature).map_err(|e| InputError::Usage(e.to_string()))?;
-    let uses = uses_of(&loaded, feature)?;
-    let patches = cleanup::plan(&rules, &uses, &loaded.listed);
-    let label = format!("{}/{}", args.namespace, args.name);
-    let text = match args.output {
-        UsesFormat::Table => {
-            let mut text = if patches.is_empty() {
-                String::new()
-            } else {
-                patch_table(&patches)
-            };
-            text.push_str(&if rules.is_empty() {
-                format!(
-                    "Feature {label} declares no spec.cleanup: nothing is cleared, its uses must go by hand (nodescope features uses {} -n {})\n",
-                    args.name, args.namespace
-                )
-            } else {
-                format!(
-                    "{} patch(es) clear what Feature {label} declares in spec.cleanup\n",
-                    patches.len()
-                )
-            });
-            text
-        }
-        UsesFormat::Json | UsesFormat::Yaml => {
-            let report = json!({
-                "feature": {"namespace": args.namespace, "name": args.name},
+    let (mut text, mut reports, mut any) = (String::new(), Vec::new(), false);
+    for feature in find_features(&loaded, &args.namespace, &args.name)? {
+        let namespace = str_at(feature, "/metadata/namespace");
+        let rules = cleanup::rules(feature).map_err(|e| InputError::Usage(e.to_string()))?;
+        let uses = uses_of(&loaded, feature)?;
+        let patches = cleanup::plan(&rules, &uses, &loaded.listed);
+        any |= !patches.is_empty();
+        let label = format!("{namespace}/{}", args.name);
+        if args.output != UsesFormat::Table {
+            reports.push(json!({
+                "feature": {"namespace": namespace, "name": args.name},
                 "cleanup": rules,
                 "patches": patches,
-            });
-            super::features::render(&report, args.output)?
+            }));
+            continue;
         }
-    };
+        if !patches.is_empty() {
+            text.push_str(&patch_table(&patches));
+        }
+        text.push_str(&if rules.is_empty() {
+            format!(
+                "Feature {label} declares no spec.cleanup: nothing is cleared, its uses must go by hand (nodescope features uses {} -n {namespace})\n",
+                args.name
+            )
+        } else {
+            format!(
+                "{} patch(es) clear what Feature {label} declares in spec.cleanup\n",
+                patches.len()
+            )
+        });
+    }
+    if args.output != UsesFormat::Table {
+        text = render_reports(&reports, args.namespace.all_namespaces, args.output)?;
+    }
     write_out(&text)?;
-    Ok(if patches.is_empty() {
+    Ok(if !any {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

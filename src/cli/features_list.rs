@@ -41,7 +41,8 @@ pub(crate) fn run_list(source: &Source, output: UsesFormat) -> Result<ExitCode, 
                 .iter()
                 .map(|(f, uses)| list_item(f, *uses, now))
                 .collect();
-            let report = json!({"features": list});
+            let report = serde_json::to_value(super::list::list(&list))
+                .map_err(|e| RunError::Internal(e.to_string()))?;
             super::features::render(&report, output)?
         }
     };

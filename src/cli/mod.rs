@@ -5,7 +5,9 @@
 
 pub mod balloon;
 pub mod balloon_controller;
+pub mod balloon_set;
 mod certs;
+pub mod cluster;
 mod demo;
 pub mod dry_run;
 pub mod feature_gates;
@@ -13,14 +15,18 @@ pub mod features;
 mod features_cleanup;
 mod features_list;
 pub mod flags;
+pub mod list;
 pub mod namespace_flags;
 pub mod recommend;
 mod recommend_flags;
 pub mod report_flags;
+pub mod scope;
 mod serve;
+mod table;
 pub mod test_suite;
 pub mod update;
 mod update_list;
+pub mod version;
 
 pub use certs::run_certs;
 pub use dry_run::run_dry_run;
@@ -78,6 +84,12 @@ pub enum Command {
     /// place (an upsize the node's other pods would not fit under is
     /// refused, never evicted for).
     Balloon(Box<balloon::BalloonArgs>),
+    /// Print the version, git commit and build date (`-o json|yaml` as
+    /// `kubectl version -o`).
+    Version(version::VersionArgs),
+    /// Print a shell completion script: `source <(nodescope completion
+    /// bash)`.
+    Completion(version::CompletionArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -204,6 +216,9 @@ pub struct ServeArgs {
     /// obeys, reported in their status.uses.
     #[command(flatten)]
     pub report: report_flags::ReportFlags,
+    /// With `--store kube`: the cluster.
+    #[command(flatten)]
+    pub cluster: cluster::ClusterFlags,
 }
 
 impl ServeArgs {

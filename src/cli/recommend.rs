@@ -17,7 +17,7 @@ use std::process::ExitCode;
 #[derive(Debug, Args, Clone)]
 pub struct RecommendArgs {
     /// Where VPAs, Pods and Nodes come from: `kube` (the cluster) or
-    /// `file:PATH` (manifests).
+    /// `file:PATH` (manifests; `file:-` reads standard input).
     #[arg(long, default_value = "kube")]
     pub store: String,
     /// Where usage comes from: `kube` (metrics.k8s.io/v1beta1, as
@@ -54,6 +54,8 @@ pub struct RecommendArgs {
     /// status.uses.
     #[command(flatten)]
     pub report: super::report_flags::ReportFlags,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
 }
 
 /// `-o`.
@@ -133,7 +135,10 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
             let apart = |flag, other: &Path| {
                 checkpoint_dir::check_apart(dir, flag, other).map_err(|e| e.to_string())
             };
-            apart("store", &store)?;
+            // Standard input is no directory to overlap.
+            if store != Path::new("-") {
+                apart("store", &store)?;
+            }
             apart("metrics", &metrics)?;
             let read = CheckpointDir::read(dir).map_err(|e| e.to_string())?;
             if let Some(warning) = read.foreign_warning(dir) {
@@ -178,19 +183,8 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
         None => {}
     }
     let rendered = match args.output {
-        Output::Json => {
-            let list =
-                serde_json::json!({"apiVersion": "v1", "kind": "List", "items": outcome.vpas});
-            serde_json::to_string_pretty(&list).map_err(|e| e.to_string())? + "\n"
-        }
-        Output::Yaml => {
-            let mut text = String::new();
-            for vpa in &outcome.vpas {
-                text.push_str("---\n");
-                text.push_str(&serde_saphyr::to_string(vpa).map_err(|e| e.to_string())?);
-            }
-            text
-        }
+        Output::Json => super::list::json(&outcome.vpas)?,
+        Output::Yaml => super::list::yaml(&outcome.vpas)?,
     };
     out.write_all(rendered.as_bytes())
         .map_err(|e| format!("writing the output: {e}"))?;
@@ -210,8 +204,8 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
 pub enum RecommendError {
     #[error("{0}")]
     Flags(String),
-    #[error("connecting to the cluster (kubeconfig or service account): {0}")]
-    Client(kube::Error),
+    #[error(transparent)]
+    Client(super::cluster::ClusterError),
     #[error("cannot listen on {addr} (--address): {cause}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -269,9 +263,12 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
             &["vpa-node-scope"],
         )
         .map_err(RecommendError::Flags)?;
-    let client = kube::Client::try_default()
+    let connection = args
+        .cluster
+        .connect(super::cluster::Retry::Default)
         .await
         .map_err(RecommendError::Client)?;
+    let client = connection.client.clone();
     let reports = reporter
         .map(|r| crate::features::reporter::spawn(&client, &r))
         .unwrap_or_default();
@@ -306,5 +303,10 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    Ok(result?)
+    // A failure of the client in kubectl's words; the loop's own as it
+    // says them.
+    result.map_err(|e| match super::cluster::explain(&e, &connection.target) {
+        super::cluster::ClusterError::Other(_) => RecommendError::Loop(e),
+        words => RecommendError::Client(words),
+    })
 }

@@ -48,8 +48,8 @@ pub enum ServeError {
     Bundle(PolicyLoadError),
     #[error("--store file:{}", under(path, cause))]
     Store { path: PathBuf, cause: ManifestError },
-    #[error("--store kube: cannot configure the Kubernetes client: {0}")]
-    Kube(kube::Error),
+    #[error("--store kube: {0}")]
+    Kube(super::cluster::ClusterError),
     #[error("{0}")]
     Report(String),
 }
@@ -175,9 +175,12 @@ async fn start_store(
             Ok((Arc::new(snapshot), None))
         }
         StoreSource::Kube => {
-            let client = kube::Client::try_default()
+            let client = args
+                .cluster
+                .connect(super::cluster::Retry::Default)
                 .await
-                .map_err(ServeError::Kube)?;
+                .map_err(ServeError::Kube)?
+                .client;
             let kinds =
                 store::kube::default_kinds(args.namespace.as_deref(), &param_namespaces(policies));
             let slot = cell_slot.clone();

@@ -22,9 +22,17 @@ use std::time::Duration;
 pub struct UpdateArgs {
     /// Where VPAs, DaemonSets, Nodes, Pods and LimitRanges come from:
     /// `kube` (the cluster) or `file:PATH` (manifests, pods with their
-    /// status).
+    /// status; `file:-` reads standard input).
     #[arg(long, default_value = "kube")]
     pub store: String,
+    #[command(flatten)]
+    pub cluster: super::cluster::ClusterFlags,
+    /// With `--plan`, which pods are shown: every namespace by default.
+    /// The pass is planned over every pod all the same (a DaemonSet's
+    /// disruption budget counts them all), so a shown pod's action is the
+    /// one the updater would take.
+    #[command(flatten)]
+    pub scope: super::scope::PodScope,
     /// Print what one pass would do, change nothing, and exit.
     #[arg(long)]
     pub plan: bool,
@@ -213,6 +221,7 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
     let state = crate::input::cluster::updater_state(
         std::path::Path::new(path),
         &format!("--store {}", args.store),
+        &|pod| args.scope.selects(pod),
         &mut |warning| eprintln!("nodescope: warning: {warning}"),
     )
     .map_err(|e| e.to_string())?;
@@ -227,8 +236,17 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
         true,
         now,
     );
+    let plans = shown(plans, &state.selected);
     render(&plans, args.output, out).map_err(|e| e.to_string())?;
     Ok(plan_code(args, &plans))
+}
+
+/// The plans of the pods `-n` and `-l` chose (`namespace/name`).
+fn shown(plans: Vec<PodPlan>, selected: &std::collections::HashSet<String>) -> Vec<PodPlan> {
+    plans
+        .into_iter()
+        .filter(|p| selected.contains(&format!("{}/{}", p.namespace, p.pod)))
+        .collect()
 }
 
 /// The exit status of `--plan`: with `--exit-code`, 1 when some pod would
@@ -241,20 +259,19 @@ fn plan_code(args: &UpdateArgs, plans: &[PodPlan]) -> ExitCode {
     }
 }
 
-/// Writes the plan as a table, JSON (`{"items": [...]}`) or YAML.
+/// Writes the plan as a table, or as a List ([`super::list`]) in JSON or
+/// YAML.
 ///
 /// # Errors
 /// When `out` fails.
 pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
     match output {
         Output::Json => {
-            let text = serde_json::to_string_pretty(&serde_json::json!({ "items": plans }))
-                .unwrap_or_default();
-            writeln!(out, "{text}")
+            let text = super::list::json(plans).map_err(std::io::Error::other)?;
+            write!(out, "{text}")
         }
         Output::Yaml => {
-            let text = serde_saphyr::to_string(&serde_json::json!({ "items": plans }))
-                .map_err(|e| std::io::Error::other(e.to_string()))?;
+            let text = super::list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Table => {
@@ -320,6 +337,9 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             args.store
         ));
     }
+    if !args.plan && !args.scope.is_everything() {
+        return Err("-n and -l choose the pods --plan shows; the updater itself acts on every pod of the scoped VerticalPodAutoscalers".into());
+    }
     // Checked before connecting, as every flag is.
     args.namespaces.check()?;
     let report = if args.plan {
@@ -331,16 +351,32 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             &["vpa-node-scope"],
         )?
     };
-    let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
     // A PodDisruptionBudget refuses an eviction with 429 and Retry-After;
     // the client's default retry would wait on it for minutes, holding the
     // pass. The refusal is an answer: it is reported, and the next pass
     // tries again.
-    config.default_retry = false;
-    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+    let connection = args
+        .cluster
+        .connect(super::cluster::Retry::Off)
+        .await
+        .map_err(|e| e.to_string())?;
+    let client = connection.client.clone();
     if args.plan {
         let namespaces = args.namespaces.namespaces();
-        let objects = super::update_list::gather(&client, namespaces.only()).await?;
+        let objects = super::update_list::gather(&connection, namespaces.only())
+            .await
+            .map_err(|e| e.to_string())?;
+        let selected = objects
+            .iter()
+            .filter(|o| o["kind"] == "Pod" && args.scope.selects(o))
+            .map(|o| {
+                format!(
+                    "{}/{}",
+                    crate::json::str_at(o, "/metadata/namespace"),
+                    crate::json::str_at(o, "/metadata/name")
+                )
+            })
+            .collect();
         let fresh = !args.use_admission_controller_status
             || super::update_list::webhook_fresh(
                 &client,
@@ -350,7 +386,10 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             )
             .await;
         let now = k8s_openapi::jiff::Timestamp::now().as_second();
-        let plans = plan_objects(objects, &args.config(), fresh, now)?;
+        let plans = shown(
+            plan_objects(objects, &args.config(), fresh, now)?,
+            &selected,
+        );
         render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
         return Ok(plan_code(args, &plans));
     }
@@ -392,6 +431,6 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| e.to_string())?;
+    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! the probes and metrics listener (updater, balloon controller), and the
 //! shutdown signal every controller command waits on.
 
+use super::cluster::{ClusterError, Connection};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::Client;
 use serde_json::Value;
@@ -41,8 +42,12 @@ const IN_VPA_NAMESPACE: [&str; 4] = ["VerticalPodAutoscaler", "LimitRange", "Pod
 /// lists them: a cluster's pods are read only where they can be planned.
 ///
 /// # Errors
-/// A required kind that cannot be listed, naming it.
-pub async fn gather(client: &Client, only: Option<&str>) -> Result<Vec<Value>, String> {
+/// A required kind that cannot be listed, in kubectl's words.
+pub async fn gather(
+    connection: &Connection,
+    only: Option<&str>,
+) -> Result<Vec<Value>, ClusterError> {
+    let client = &connection.client;
     let mut out = Vec::new();
     for (group, version, kind, plural, required) in KINDS {
         let resource =
@@ -56,7 +61,8 @@ pub async fn gather(client: &Client, only: Option<&str>) -> Result<Vec<Value>, S
         match api.list(&ListParams::default()).await {
             Ok(list) => {
                 for object in list.items {
-                    let mut value = serde_json::to_value(&object).map_err(|e| e.to_string())?;
+                    let mut value = serde_json::to_value(&object)
+                        .map_err(|e| ClusterError::Other(format!("{plural}.{group}: {e}")))?;
                     value["apiVersion"] = resource.api_version.clone().into();
                     value["kind"] = kind.into();
                     out.push(value);
@@ -65,7 +71,7 @@ pub async fn gather(client: &Client, only: Option<&str>) -> Result<Vec<Value>, S
             Err(error) if !required => {
                 tracing::debug!(%error, kind, "not listed");
             }
-            Err(error) => return Err(format!("listing {plural}.{group}: {error}")),
+            Err(error) => return Err(connection.error(&error)),
         }
     }
     Ok(out)

@@ -12,6 +12,7 @@ use crate::store::{Entry, Interner, Snapshot};
 use crate::update::workloads::DaemonSetInfo;
 use crate::update::Workloads;
 use serde_json::Value;
+use std::collections::HashSet;
 use std::path::Path;
 
 /// Why an offline cluster cannot be planned on.
@@ -36,11 +37,15 @@ pub enum ClusterError {
 pub struct UpdaterState {
     pub workloads: Workloads,
     pub snapshot: Snapshot,
+    /// `namespace/name` of the pods `select` chose: the plan covers every
+    /// pod (a DaemonSet's budget counts them all) and shows these.
+    pub selected: HashSet<String>,
 }
 
 /// The objects under `path` as the updater keeps them; `flag` is how
-/// messages name the input (`--store file:DIR`), `warn` hears of each
-/// scoped VPA skipped, as it is read.
+/// messages name the input (`--store file:DIR`), `select` chooses the
+/// pods shown (as `-n` and `-l` do), `warn` hears of each scoped VPA
+/// skipped, as it is read.
 ///
 /// # Errors
 /// Unreadable input, every Pod, DaemonSet or store object that cannot be
@@ -48,10 +53,11 @@ pub struct UpdaterState {
 pub fn updater_state(
     path: &Path,
     flag: &str,
+    select: &dyn Fn(&Value) -> bool,
     warn: &mut dyn FnMut(&str),
 ) -> Result<UpdaterState, ClusterError> {
     enum Kept {
-        Pod(RunningPod),
+        Pod(RunningPod, bool),
         DaemonSet((String, String), DaemonSetInfo),
         Entry(Entry),
         Problem(String),
@@ -63,7 +69,7 @@ pub fn updater_state(
         let api = object.get("apiVersion").and_then(Value::as_str);
         let kept = match (api, object.get("kind").and_then(Value::as_str)) {
             (Some("v1"), Some("Pod")) => match RunningPod::from_value(&object) {
-                Ok(pod) => Kept::Pod(pod),
+                Ok(pod) => Kept::Pod(pod, select(&object)),
                 Err(e) => Kept::Problem(e.to_string()),
             },
             (Some("apps/v1"), Some("DaemonSet")) => match DaemonSetInfo::from_value(&object) {
@@ -76,10 +82,16 @@ pub fn updater_state(
     };
     let mut workloads = Workloads::default();
     let (mut entries, mut problems) = (Vec::new(), Vec::new());
+    let mut selected = HashSet::new();
     let kinds = read_objects(path, convert, |(warning, kept)| {
         warning.iter().for_each(|w| warn(w));
         match kept {
-            Kept::Pod(pod) => workloads.put_pod(pod),
+            Kept::Pod(pod, chosen) => {
+                if chosen {
+                    selected.insert(pod.key());
+                }
+                workloads.put_pod(pod);
+            }
             Kept::DaemonSet(key, ds) => {
                 workloads.daemonsets.insert(key, ds);
             }
@@ -106,35 +118,47 @@ pub fn updater_state(
     Ok(UpdaterState {
         workloads,
         snapshot,
+        selected,
     })
 }
 
-/// The Nodes and Pods under `path` as the balloon controller keeps them.
+/// The Nodes and Pods under `path` as the balloon controller keeps them;
+/// `select` chooses the Nodes kept (as `-l` does).
 ///
 /// # Errors
-/// Unreadable input, every Node or Pod that cannot be read, or no Node.
+/// Unreadable input, every Node or Pod that cannot be read, or no Node
+/// (selected or not: a selector that matches none is an empty answer).
 pub fn balloon_state(
     path: &Path,
     flag: &str,
+    select: &dyn Fn(&Value) -> bool,
 ) -> Result<(Vec<BalloonNode>, Vec<RunningPod>), ClusterError> {
     enum Kept {
-        Node(BalloonNode),
+        Node(BalloonNode, bool),
         Pod(RunningPod),
         Other,
         Problem(String),
     }
     let convert = |object: Value, _: &Location| match object.get("kind").and_then(Value::as_str) {
-        Some("Node") => BalloonNode::from_value(&object)
-            .map_or_else(|e| Kept::Problem(e.to_string()), Kept::Node),
+        Some("Node") => BalloonNode::from_value(&object).map_or_else(
+            |e| Kept::Problem(e.to_string()),
+            |node| Kept::Node(node, select(&object)),
+        ),
         Some("Pod") => {
             RunningPod::from_value(&object).map_or_else(|e| Kept::Problem(e.to_string()), Kept::Pod)
         }
         _ => Kept::Other,
     };
     let (mut nodes, mut pods, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+    let mut any_node = false;
     let kinds = read_objects(path, convert, |kept| {
         match kept {
-            Kept::Node(node) => nodes.push(node),
+            Kept::Node(node, chosen) => {
+                any_node = true;
+                if chosen {
+                    nodes.push(node);
+                }
+            }
             Kept::Pod(pod) => pods.push(pod),
             Kept::Other => {}
             Kept::Problem(problem) => problems.push(problem),
@@ -144,7 +168,7 @@ pub fn balloon_state(
     if !problems.is_empty() {
         return Err(ClusterError::Objects(problems));
     }
-    if nodes.is_empty() {
+    if !any_node {
         return Err(nothing(
             flag,
             &kinds,

@@ -94,9 +94,23 @@ pub fn read_objects<T, E: From<InputError>>(
     mut convert: impl FnMut(Value, &Location) -> T,
     mut keep: impl FnMut(T) -> Result<(), E>,
 ) -> Result<Kinds, E> {
-    let files = manifest::collect_files(path, &[]).map_err(super::sources::manifest_error)?;
+    // `-` is standard input, as `-f -` is: copied to a file once, since a
+    // file is read again when its streamed read turns out wrong, and
+    // named as `-f -` names it.
+    let stdin = if path == Path::new("-") {
+        Some(stdin_file()?)
+    } else {
+        None
+    };
+    let files = match &stdin {
+        Some(file) => vec![file.path().to_owned()],
+        None => manifest::collect_files(path, &[]).map_err(super::sources::manifest_error)?,
+    };
     let mut reader = Reader {
-        names: files.iter().map(|f| f.display().to_string()).collect(),
+        names: match &stdin {
+            Some(_) => vec![super::parse::STDIN.to_owned()],
+            None => files.iter().map(|f| f.display().to_string()).collect(),
+        },
         seen: HashMap::new(),
         kinds: Kinds::default(),
     };
@@ -104,6 +118,17 @@ pub fn read_objects<T, E: From<InputError>>(
         reader.file(index, file, &mut convert, &mut keep)?;
     }
     Ok(reader.kinds)
+}
+
+/// Standard input, copied to a temporary file (removed when dropped).
+fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
+    let failed = |e: std::io::Error| InputError::File {
+        path: super::parse::STDIN.to_owned(),
+        message: super::sources::reason(&e),
+    };
+    let mut file = tempfile::NamedTempFile::new().map_err(failed)?;
+    std::io::copy(&mut std::io::stdin().lock(), &mut file).map_err(failed)?;
+    Ok(file)
 }
 
 /// One object read, waiting for its file to be read right.

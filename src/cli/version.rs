@@ -1,0 +1,119 @@
+//! `nodescope version` (kubectl's shape: the version, the git commit and
+//! the build date, stamped by build.rs) and `nodescope completion SHELL`
+//! (clap_complete's scripts, from the same command definition that parses,
+//! so they never name a flag that is gone).
+
+use clap::{Args, ValueEnum};
+use serde::Serialize;
+use std::io::Write;
+
+/// `nodescope version`.
+#[derive(Debug, Args, Clone)]
+pub struct VersionArgs {
+    /// `json` or `yaml` for scripts, as `kubectl version -o`; three lines
+    /// for people when omitted.
+    #[arg(short = 'o', long = "output", value_enum)]
+    pub output: Option<VersionFormat>,
+}
+
+/// `-o` of `version`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum VersionFormat {
+    Json,
+    Yaml,
+}
+
+/// What `version` reports, under `clientVersion` as kubectl's does.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Info {
+    pub major: &'static str,
+    pub minor: &'static str,
+    pub git_version: String,
+    pub git_commit: &'static str,
+    pub build_date: &'static str,
+    pub platform: String,
+}
+
+/// This binary's version, commit and build date.
+#[must_use]
+pub fn info() -> Info {
+    Info {
+        major: env!("CARGO_PKG_VERSION_MAJOR"),
+        minor: env!("CARGO_PKG_VERSION_MINOR"),
+        git_version: format!("v{}", env!("CARGO_PKG_VERSION")),
+        git_commit: env!("NODESCOPE_GIT_COMMIT"),
+        build_date: env!("NODESCOPE_BUILD_DATE"),
+        platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+    }
+}
+
+/// Writes the version as `-o` asks.
+///
+/// # Errors
+/// When `out` fails.
+pub fn run_version(args: &VersionArgs, out: &mut impl Write) -> Result<(), String> {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Report {
+        client_version: Info,
+    }
+    let info = info();
+    let text = match args.output {
+        None => format!(
+            "Version: {}\nGit commit: {}\nBuild date: {}\n",
+            info.git_version, info.git_commit, info.build_date
+        ),
+        Some(VersionFormat::Json) => {
+            serde_json::to_string_pretty(&Report {
+                client_version: info,
+            })
+            .map_err(|e| e.to_string())?
+                + "\n"
+        }
+        Some(VersionFormat::Yaml) => serde_saphyr::to_string(&Report {
+            client_version: info,
+        })
+        .map_err(|e| e.to_string())?,
+    };
+    out.write_all(text.as_bytes())
+        .map_err(|e| format!("writing the output: {e}"))
+}
+
+/// `nodescope completion`.
+#[derive(Debug, Args, Clone)]
+pub struct CompletionArgs {
+    /// The shell: source the script, as `source <(nodescope completion
+    /// bash)`, or save it where the shell loads completions.
+    #[arg(value_enum)]
+    pub shell: Shell,
+}
+
+/// The shells `completion` writes for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+/// Writes the completion script of `command` (the whole CLI) for `shell`.
+///
+/// # Errors
+/// When `out` fails (made whole first: clap_complete panics on a write
+/// error, such as a closed pipe).
+pub fn run_completion(
+    args: &CompletionArgs,
+    command: &mut clap::Command,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    let shell = match args.shell {
+        Shell::Bash => clap_complete::Shell::Bash,
+        Shell::Zsh => clap_complete::Shell::Zsh,
+        Shell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, command, "nodescope", &mut script);
+    out.write_all(&script)
+        .map_err(|e| format!("writing the output: {e}"))
+}
