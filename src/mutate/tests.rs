@@ -128,6 +128,7 @@ fn split_mark(patch: &Value) -> (Value, Option<Value>) {
 
 mod bad_input;
 mod fixture;
+mod pod_limit_range;
 mod second_pass;
 mod table;
 mod upstream;
