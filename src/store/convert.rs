@@ -1,13 +1,14 @@
 //! Kubernetes objects to the mutation's domain types, once, at load or
 //! watch time: every quantity is parsed here so a request never parses one.
 
-use super::crd::{ResourceTexts, VpaSpec};
+use super::crd::{ResourceTexts, StartupBoostSpec, VpaSpec};
 use crate::json::borrowed::{JsonMap, QuantityText, Str};
 use crate::quantity::Quantity;
 use crate::vpa::ScopeKey;
 use crate::vpa::{
-    ContainerMode, ContainerPolicy, ControlledValues, LimitKind, LimitRangeItem,
-    RecommendationTable, ResourceList, TableBuilder, UpdateMode, VpaPolicy,
+    BoostKind, ContainerMode, ContainerPolicy, ControlledValues, CpuBoost, LimitKind,
+    LimitRangeItem, RecommendationTable, ResourceList, StartupBoost, TableBuilder, UpdateMode,
+    VpaPolicy,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -45,6 +46,62 @@ fn resource_list(
                 })
         })
         .collect()
+}
+
+/// `startupBoost` at `field`. The type is kept as written (see
+/// [`crate::vpa::boost`]); a number or quantity that is not one leaves the
+/// VPA out, like a wrong `minAllowed`.
+fn startup_boost(
+    object: &str,
+    field: &str,
+    spec: &StartupBoostSpec,
+) -> Result<StartupBoost, ConvertError> {
+    let Some(cpu) = &spec.cpu else {
+        return Ok(StartupBoost { cpu: None });
+    };
+    let error = |part: &str, reason: String| ConvertError {
+        object: object.to_owned(),
+        field: format!("{field}.cpu.{part}"),
+        reason,
+    };
+    let int32 = |part: &str, value: &Option<Value>| match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_i64()
+            .and_then(|n| i32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| error(part, format!("expected a 32-bit integer, got {v}"))),
+    };
+    let quantity = match &cpu.quantity {
+        None | Some(Value::Null) => None,
+        Some(Value::String(text)) => Some(
+            text.parse::<Quantity>()
+                .map_err(|e| error("quantity", e.to_string()))?,
+        ),
+        Some(Value::Number(n)) => Some(
+            n.to_string()
+                .parse::<Quantity>()
+                .map_err(|e| error("quantity", e.to_string()))?,
+        ),
+        Some(other) => {
+            return Err(error(
+                "quantity",
+                format!("expected a quantity string, got {other}"),
+            ))
+        }
+    };
+    Ok(StartupBoost {
+        cpu: Some(CpuBoost {
+            kind: match cpu.type_.as_deref() {
+                None | Some("") | Some("Factor") => BoostKind::Factor,
+                Some("Quantity") => BoostKind::Quantity,
+                Some(other) => BoostKind::Other(other.to_owned()),
+            },
+            factor: int32("factor", &cpu.factor)?,
+            quantity,
+            duration_seconds: int32("durationSeconds", &cpu.duration_seconds)?,
+        }),
+    })
 }
 
 fn update_mode(object: &str, text: Option<&str>) -> Result<UpdateMode, ConvertError> {
@@ -276,8 +333,15 @@ pub(crate) fn vpa_policy(
                 })
             }
         };
+        if let Some(b) = &p.startup_boost {
+            policy.startup_boost = Some(startup_boost(&object, &field("startupBoost"), b)?);
+        }
         container_policies.push(policy);
     }
+    let startup_boost = match &spec.startup_boost {
+        Some(b) => Some(startup_boost(&object, "spec.startupBoost", b)?),
+        None => None,
+    };
     let recommendations = recommendation_table(vpa.status.as_ref(), interner);
     let scope = ScopeKey::parse(spec.scope.as_deref().unwrap_or_default(), |key| {
         interner.intern(key)
@@ -296,6 +360,7 @@ pub(crate) fn vpa_policy(
         container_policies,
         recommendations,
         evict_after_oom_seconds,
+        startup_boost,
     })
 }
 

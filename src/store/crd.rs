@@ -35,8 +35,37 @@ pub struct VpaSpec {
     /// KEP-4943: `""` (the whole target) or `"node"`.
     #[serde(default)]
     pub scope: Option<String>,
+    /// AEP-7862 (upstream VPA 1.7): the CPU startup boost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_boost: Option<StartupBoostSpec>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
+}
+
+/// `startupBoost`, as the API object has it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StartupBoostSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<GenericStartupBoost>,
+    #[serde(flatten)]
+    pub extra: BTreeMap<String, Value>,
+}
+
+/// `startupBoost.cpu`: numbers and the quantity kept as JSON, so that a
+/// wrong one is reported with its field rather than failing the whole VPA's
+/// parse (store/convert.rs reads them).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GenericStartupBoost {
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub factor: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantity: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_seconds: Option<Value>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -81,6 +110,9 @@ pub struct ContainerResourcePolicy {
     pub controlled_resources: Option<Vec<String>>,
     #[serde(default)]
     pub controlled_values: Option<String>,
+    /// AEP-7862: overrides `spec.startupBoost` for this container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_boost: Option<StartupBoostSpec>,
     #[serde(flatten)]
     pub extra: BTreeMap<String, Value>,
 }

@@ -8,6 +8,7 @@
 //! data and never fails on it. They mirror the upstream API fields they come
 //! from, minus the parts no consumer reads.
 
+pub mod boost;
 pub mod limit_range;
 pub mod namespaces;
 pub mod policy;
@@ -15,6 +16,7 @@ pub mod recommendations;
 pub mod resources;
 pub mod scope;
 
+pub use self::boost::{BoostKind, CpuBoost, StartupBoost};
 pub use self::limit_range::{effective_limit_range, LimitKind, LimitRangeItem};
 pub use self::policy::{
     default_controlled_resources, ContainerMode, ContainerPolicy, ControlledValues, UpdateMode,

@@ -1,6 +1,7 @@
 //! A VerticalPodAutoscaler's spec, reduced to what applying a
 //! recommendation needs: update mode, container policies and scope.
 
+use super::boost::StartupBoost;
 use super::recommendations::RecommendationTable;
 use super::resources::ResourceList;
 use super::scope::ScopeKey;
@@ -63,6 +64,8 @@ pub struct ContainerPolicy {
     pub controlled_resources: Vec<String>,
     /// Whether limits are scaled too.
     pub controlled_values: ControlledValues,
+    /// `startupBoost`: overrides the VPA-wide one for this container.
+    pub startup_boost: Option<StartupBoost>,
 }
 
 impl ContainerPolicy {
@@ -75,6 +78,7 @@ impl ContainerPolicy {
             max_allowed: ResourceList::new(),
             controlled_resources: default_controlled_resources(),
             controlled_values: ControlledValues::RequestsAndLimits,
+            startup_boost: None,
         }
     }
 }
@@ -103,6 +107,8 @@ pub struct VpaPolicy {
     /// `spec.updatePolicy.evictAfterOOMSeconds` (AEP-8026): this VPA's
     /// `--evict-after-oom-threshold`, honoured under `PerVPAConfig`.
     pub evict_after_oom_seconds: Option<i64>,
+    /// `spec.startupBoost`: for every container without one of its own.
+    pub startup_boost: Option<StartupBoost>,
 }
 
 impl VpaPolicy {
