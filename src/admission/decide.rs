@@ -4,7 +4,7 @@
 use super::review::{self, GroupVersionName, ReviewError, ReviewVersion};
 use super::{finish, Answer, Decider, Denial, Review, Verdict};
 use crate::mutate::pod::PodView;
-use crate::mutate::{mutate_pod, Placement};
+use crate::mutate::{mutate_pod_with, Placement};
 use crate::policy::{validate, AdmissionRequestInput, Json, LazyReview, Shape};
 use std::borrow::Cow;
 
@@ -38,16 +38,19 @@ pub(super) fn decide_mutation(
     let Some(vpa) = decider.store.vpa_for(namespace, daemonset) else {
         return (Verdict::allow(), false);
     };
-    if !vpa.applies_at_admission() {
+    // updateMode Off applies nothing, but a startup boost still (upstream).
+    let boosts = decider.boost.enabled && vpa.has_startup_boost();
+    if !vpa.applies_at_admission() && !boosts {
         return (Verdict::allow(), false);
     }
     let placement = Placement::resolve(&vpa.scope, pod.target_node(), &*decider.store);
-    let mutation = mutate_pod(
+    let mutation = mutate_pod_with(
         pod,
         vpa,
         placement,
         decider.store.limit_ranges(namespace),
         decider.missing_node,
+        &decider.boost,
     );
     let mut verdict = Verdict {
         warnings: mutation.warnings,

@@ -12,7 +12,7 @@ pub use review::{parse, Review, ReviewError, ReviewVersion};
 
 use crate::metrics::{ReviewResult, Webhook};
 use crate::mutate::pod::PodView;
-use crate::mutate::MissingNodeRecommendation;
+use crate::mutate::{BoostSettings, MissingNodeRecommendation};
 use crate::policy::PolicySet;
 use crate::store::Snapshot;
 use decide::{answer_validation, decide_mutation, unreadable_object};
@@ -25,6 +25,8 @@ pub struct Decider {
     pub store: Arc<Snapshot>,
     pub policies: Arc<PolicySet>,
     pub missing_node: MissingNodeRecommendation,
+    /// `--feature-gates CPUStartupBoost` and `--max-allowed-cpu-boost`.
+    pub boost: BoostSettings,
 }
 
 impl Decider {
@@ -35,6 +37,7 @@ impl Decider {
             store,
             policies,
             missing_node: MissingNodeRecommendation::default(),
+            boost: BoostSettings::default(),
         }
     }
 }

@@ -10,10 +10,13 @@ pub struct FeatureGates {
     /// `PerVPAConfig` (AEP-8026): a VPA's own OOM bump, memory window and
     /// `evictAfterOOMSeconds`.
     pub per_vpa_config: bool,
+    /// `CPUStartupBoost` (AEP-7862): the webhook boosts a new pod's CPU,
+    /// the updater takes the boost back after `durationSeconds`.
+    pub cpu_startup_boost: bool,
 }
 
 /// The gates upstream's VPA 1.8 has, with whether nodescope implements them.
-const KNOWN: &[&str] = &["PerVPAConfig"];
+const KNOWN: &[&str] = &["CPUStartupBoost", "PerVPAConfig"];
 
 /// Parses `--feature-gates`.
 ///
@@ -32,6 +35,7 @@ pub fn parse(text: &str) -> Result<FeatureGates, String> {
         };
         match name.trim() {
             "PerVPAConfig" => gates.per_vpa_config = on,
+            "CPUStartupBoost" => gates.cpu_startup_boost = on,
             other => {
                 return Err(format!(
                     "unrecognized feature gate {other:?} (known: {})",
@@ -53,7 +57,8 @@ mod tests {
         assert_eq!(
             parse("PerVPAConfig=true"),
             Ok(FeatureGates {
-                per_vpa_config: true
+                per_vpa_config: true,
+                ..FeatureGates::default()
             })
         );
         assert_eq!(
@@ -62,7 +67,17 @@ mod tests {
         );
         assert_eq!(
             parse("PerVpaConfig=true"),
-            Err("unrecognized feature gate \"PerVpaConfig\" (known: PerVPAConfig)".into())
+            Err(
+                "unrecognized feature gate \"PerVpaConfig\" (known: CPUStartupBoost, PerVPAConfig)"
+                    .into()
+            )
+        );
+        assert_eq!(
+            parse("CPUStartupBoost=true,PerVPAConfig=false"),
+            Ok(FeatureGates {
+                cpu_startup_boost: true,
+                ..FeatureGates::default()
+            })
         );
         assert_eq!(
             parse("PerVPAConfig=yes"),

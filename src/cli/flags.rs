@@ -264,3 +264,17 @@ pub fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
 #[cfg(test)]
 #[path = "flags_tests.rs"]
 mod tests;
+
+/// A Kubernetes quantity such as `4` or `2500m`, not negative.
+///
+/// # Errors
+/// Text that is not a quantity, or a negative one.
+pub fn quantity(text: &str) -> Result<crate::quantity::Quantity, String> {
+    let q = text
+        .parse::<crate::quantity::Quantity>()
+        .map_err(|e| e.to_string())?;
+    if q.sign() < 0 {
+        return Err(format!("{text:?}: cannot be negative"));
+    }
+    Ok(q)
+}

@@ -45,6 +45,7 @@ pub(super) fn annotation_ops(
     plans: &[Plan],
     resources_changed: bool,
     new_mark: Option<String>,
+    boosts: Vec<(String, String)>,
     patch: &mut Patch,
 ) {
     let mut observed = String::new();
@@ -64,6 +65,10 @@ pub(super) fn annotation_ops(
         }
     }
     wanted.push((OBSERVED_CONTAINERS_ANNOTATION, observed));
+    // Upstream's startup-boost annotations, one per boosted container.
+    for (key, value) in &boosts {
+        wanted.push((key.as_str(), value.clone()));
+    }
     if let Some(mark) = new_mark {
         wanted.push((mark::ORIGINAL_RESOURCES_ANNOTATION, mark));
     }

@@ -11,6 +11,7 @@
 //! a webhook again (reinvocation) and a second pass must be a no-op.
 
 mod annotations;
+pub mod boost;
 mod capping;
 pub mod mark;
 pub mod pod;
@@ -23,7 +24,7 @@ pub use crate::vpa::{NodeLabel, NodeLabels, Placement, ScopeKey};
 
 use crate::quantity::Quantity;
 
-use self::annotations::annotation_ops;
+pub use self::boost::{mutate_pod_with, BoostSettings};
 use self::capping::{Current, PodMember};
 pub use self::mark::Originals;
 use self::pod::{ContainerView, JsonMap, PodView, ResourceTexts};
@@ -108,24 +109,14 @@ pub fn mutate_pod(
     limit_ranges: &[LimitRangeItem],
     missing: MissingNodeRecommendation,
 ) -> Mutation {
-    let sizing = size_pod(pod, vpa, placement, limit_ranges, missing);
-    let mut patch = resize_ops(pod, &sizing);
-    let resources_changed = !patch.is_empty();
-    let new_mark = (!sizing.marked && !sizing.containers.is_empty())
-        .then(|| mark::record(pod, sizing.containers.iter().map(|p| p.index)));
-    annotation_ops(
+    mutate_pod_with(
         pod,
         vpa,
-        &sizing.containers,
-        resources_changed,
-        new_mark,
-        &mut patch,
-    );
-    Mutation {
-        patch,
-        warnings: sizing.warnings,
-        unusable: sizing.unusable,
-    }
+        placement,
+        limit_ranges,
+        missing,
+        &BoostSettings::default(),
+    )
 }
 
 /// The resources the webhook gives `pod` at `placement` under `vpa`: what

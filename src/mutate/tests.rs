@@ -130,5 +130,6 @@ mod bad_input;
 mod fixture;
 mod pod_limit_range;
 mod second_pass;
+mod startup_boost;
 mod table;
 mod upstream;

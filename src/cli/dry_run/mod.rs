@@ -198,6 +198,7 @@ impl Engine {
                 store: Arc::new(store),
                 policies,
                 missing_node,
+                boost: crate::mutate::BoostSettings::default(),
             },
             classes,
             kinds,
