@@ -129,6 +129,8 @@ fn the_updater_component_has_least_rbac_two_replicas_probes_and_is_not_in_the_ba
         [
             (s(&[""]), s(&["pods"]), read.clone()),
             (s(&[""]), s(&["pods/resize"]), s(&["patch"])),
+            // The unboost's annotations (CPUStartupBoost).
+            (s(&[""]), s(&["pods"]), s(&["patch"])),
             (s(&[""]), s(&["pods/eviction"]), s(&["create"])),
             (s(&[""]), s(&["events"]), s(&["create", "patch"])),
             (

@@ -79,7 +79,9 @@ pub struct UpdateArgs {
     pub evict_after_oom_threshold: Duration,
     /// Alpha features, as upstream's `--feature-gates`: `PerVPAConfig=true`
     /// lets a VPA's `updatePolicy.evictAfterOOMSeconds` replace
-    /// `--evict-after-oom-threshold` for its pods.
+    /// `--evict-after-oom-threshold` for its pods; `CPUStartupBoost=true`
+    /// unboosts boosted pods in place once their `durationSeconds` has
+    /// passed.
     #[arg(long, default_value = "", value_parser = super::feature_gates::parse)]
     pub feature_gates: super::feature_gates::FeatureGates,
     /// Evict only while nodescope's webhook renews its status Lease: an
@@ -166,6 +168,7 @@ impl UpdateArgs {
             missing: self.missing_node_recommendation.into(),
             per_vpa_config: self.feature_gates.per_vpa_config,
             namespaces: self.namespaces.namespaces(),
+            startup_boost: self.feature_gates.cpu_startup_boost,
         }
     }
 

@@ -18,6 +18,7 @@ pub mod pod;
 mod select;
 
 pub mod patch;
+pub mod unboost;
 
 pub use self::patch::{Patch, PatchValue};
 pub use crate::vpa::{NodeLabel, NodeLabels, Placement, ScopeKey};

@@ -132,4 +132,5 @@ mod pod_limit_range;
 mod second_pass;
 mod startup_boost;
 mod table;
+mod unboost;
 mod upstream;

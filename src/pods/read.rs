@@ -5,6 +5,7 @@
 use super::running::{Annotations, ContainerState, SpecContainer};
 use super::texts::Texts;
 use crate::json::borrowed::{JsonMap, QuantityText, Str};
+use crate::mutate::boost::STARTUP_CPU_BOOST_ANNOTATION_PREFIX;
 use crate::mutate::mark::ORIGINAL_RESOURCES_ANNOTATION;
 use crate::mutate::{Originals, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::quantity::Quantity;
@@ -43,10 +44,20 @@ pub(super) fn kept_annotations(meta: &Map<String, Value>) -> Result<(Annotations
         Some(Value::String(v)) => Ok(Some(v.as_str())),
         Some(_) => Err(format!("metadata.annotations.{key}: expected a string")),
     };
-    let kept = text(OBSERVED_CONTAINERS_ANNOTATION)?
+    let mut kept: Vec<(Box<str>, Box<str>)> = text(OBSERVED_CONTAINERS_ANNOTATION)?
         .map(|v| (Box::from(OBSERVED_CONTAINERS_ANNOTATION), Box::from(v)))
         .into_iter()
         .collect();
+    // Upstream's startup-boost annotations: the updater unboosts by them.
+    for (key, value) in annotations {
+        if key.starts_with(STARTUP_CPU_BOOST_ANNOTATION_PREFIX) {
+            let value = value
+                .as_str()
+                .ok_or_else(|| format!("metadata.annotations.{key}: expected a string"))?;
+            kept.push((Box::from(key.as_str()), Box::from(value)));
+        }
+    }
+    let kept = kept.into_boxed_slice();
     let mark = match text(ORIGINAL_RESOURCES_ANNOTATION)? {
         None => Ok(None),
         Some(text) => read_mark(text).map(Some).map_err(Box::from),

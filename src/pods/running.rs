@@ -98,6 +98,10 @@ pub struct RunningPod {
     pub phase: PodPhase,
     /// The `Ready` condition is `True`.
     pub ready: bool,
+    /// When the `Ready` condition last changed (its `lastTransitionTime`),
+    /// in Unix seconds; `None` without one. The startup boost lasts from
+    /// there (upstream `GetExpiredStartupCPUBoostAnnotations`).
+    pub ready_since: Option<i64>,
     /// `status.startTime`, in Unix seconds.
     pub start_time: Option<i64>,
     /// Where a resize stands, from the pod's conditions.
@@ -111,8 +115,8 @@ pub struct RunningPod {
     pub awaiting_actuation: bool,
     /// `spec.containers[]`: names and resources.
     pub spec: Box<[SpecContainer]>,
-    /// The annotations the arithmetic reads (nodescope's mark, the observed
-    /// containers), when the pod has them.
+    /// The annotations the arithmetic reads (the observed containers,
+    /// upstream's startup-boost ones), when the pod has them.
     annotations: Annotations,
     /// nodescope's mark (`nodescope.dev/original-resources`), read once
     /// rather than on every pass: `Ok(None)` without one, `Err` with the
@@ -254,6 +258,15 @@ impl RunningPod {
                 _ => PodPhase::Pending,
             },
             ready: is_true(condition("Ready")),
+            ready_since: match condition("Ready")
+                .and_then(|c| c.get("lastTransitionTime"))
+                .and_then(Value::as_str)
+            {
+                Some(t) => Some(seconds(t).map_err(|e| {
+                    fail(format!("status.conditions[Ready].lastTransitionTime: {e}"))
+                })?),
+                None => None,
+            },
             start_time,
             resize,
             non_disruptive_resize: containers.iter().all(non_disruptive),
@@ -349,6 +362,11 @@ impl RunningPod {
                 )
             })))),
         }
+    }
+
+    /// The kept annotations, (key, value).
+    pub fn annotations(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.annotations.iter().map(|(k, v)| (&**k, &**v))
     }
 
     /// The annotation `key`, if kept (see [`RunningPod::view`]).

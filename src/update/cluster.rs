@@ -228,10 +228,15 @@ async fn act(
     match plan.action {
         // Held back or nothing to do: this pass leaves the pod alone.
         Action::None | Action::Deferred => {}
+        // An unboost whose resources are right already: the annotations only.
+        Action::Resize if plan.ops.is_empty() => {
+            remove_boost_annotations(client, plan, &key).await;
+        }
         Action::Resize => {
             let body = resize::resize_patch(&plan.ops, &plan.resource_version);
             match resize::resize(client, &plan.namespace, &plan.pod, &body).await {
                 Ok(()) => {
+                    remove_boost_annotations(client, plan, &key).await;
                     metrics.resized();
                     memory
                         .resizing_since
@@ -310,6 +315,40 @@ async fn act(
                     tracing::warn!(pod = %key, %error, "eviction failed");
                 }
             }
+        }
+    }
+}
+
+/// Upstream's second patch of an unboost: the expired
+/// `vpaCpuStartupBoost/<container>` annotations removed from the pod,
+/// after the resize. A failure is logged and the next pass tries again
+/// (the pod still carries them, so it is still an unboost).
+async fn remove_boost_annotations(client: &Client, plan: &PodPlan, key: &str) {
+    if plan.unboost.is_empty() {
+        return;
+    }
+    let operations = plan
+        .unboost
+        .iter()
+        .map(|annotation| {
+            let mut path = json_patch::jsonptr::PointerBuf::new();
+            for token in ["metadata", "annotations", annotation.as_str()] {
+                path.push_back(json_patch::jsonptr::Token::new(token));
+            }
+            json_patch::PatchOperation::Remove(json_patch::RemoveOperation { path })
+        })
+        .collect();
+    let api: Api<Pod> = Api::namespaced(client.clone(), &plan.namespace);
+    let patch = kube::api::Patch::<()>::Json(json_patch::Patch(operations));
+    match api
+        .patch(&plan.pod, &kube::api::PatchParams::default(), &patch)
+        .await
+    {
+        Ok(_) => {
+            tracing::info!(pod = %key, annotations = ?plan.unboost, "startup boost annotations removed")
+        }
+        Err(error) => {
+            tracing::warn!(pod = %key, %error, "startup boost annotations not removed; next pass")
         }
     }
 }

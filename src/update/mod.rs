@@ -52,6 +52,9 @@ pub struct UpdateConfig {
     pub per_vpa_config: bool,
     /// `--vpa-object-namespace`, `--ignored-vpa-object-namespaces`.
     pub namespaces: crate::vpa::namespaces::VpaNamespaces,
+    /// `--feature-gates CPUStartupBoost=true`: boosted pods are unboosted
+    /// in place when their boost expires, and left alone until then.
+    pub startup_boost: bool,
 }
 
 impl Default for UpdateConfig {
@@ -64,6 +67,7 @@ impl Default for UpdateConfig {
             missing: MissingNodeRecommendation::Aggregate,
             per_vpa_config: false,
             namespaces: crate::vpa::namespaces::VpaNamespaces::All,
+            startup_boost: false,
         }
     }
 }
@@ -151,9 +155,15 @@ pub struct PodPlan {
     pub reason: Cow<'static, str>,
     /// The containers the VPA controls.
     pub containers: Vec<ContainerChange>,
-    /// The resize body (for `resize`).
+    /// The resize body (for `resize`); empty for an unboost whose
+    /// resources are right already and only loses its annotations.
     #[serde(skip)]
     pub ops: Patch,
+    /// For an unboost: the `vpaCpuStartupBoost/<container>` annotations to
+    /// remove once the resize is asked for (upstream removes them with a
+    /// patch of the pod).
+    #[serde(skip)]
+    pub unboost: Vec<String>,
     /// The pod's resourceVersion when planned.
     #[serde(skip)]
     pub resource_version: Arc<str>,

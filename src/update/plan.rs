@@ -119,11 +119,24 @@ impl Group<'_> {
     ) {
         let mode = self.vpa.update_mode;
         let mut candidates = Vec::new();
+        let mut boosted = Vec::new();
         for &pod in pods {
             // Parsed once for the whole pass over this pod.
             let view = pod.view();
             let placement = Placement::resolve(&self.vpa.scope, pod.node.as_deref(), self.snapshot);
             let mut plan = self.sized(pod, &view, placement);
+            if gate.is_none() && self.is_boosted(pod, placement) {
+                // Decided first, once the disruption budget is known.
+                let (plan, sizing) = plan;
+                boosted.push(Boosted {
+                    pod,
+                    view,
+                    plan,
+                    sizing,
+                    placement,
+                });
+                continue;
+            }
             let skip = if let Some(state) = gate {
                 Some((
                     Action::None,
@@ -230,6 +243,9 @@ impl Group<'_> {
             in_place && self.config.in_place_skip_disruption_budget,
         );
         let Some(mut stats) = stats else {
+            for b in boosted {
+                self.unboost(b, None, out);
+            }
             for mut c in candidates {
                 c.plan.action = Action::Deferred;
                 c.plan.reason = format!(
@@ -241,6 +257,10 @@ impl Group<'_> {
             }
             return;
         };
+        // Upstream unboosts before any other update of the pass.
+        for b in boosted {
+            self.unboost(b, Some(&mut stats), out);
+        }
         for Candidate {
             pod,
             view,
@@ -453,6 +473,10 @@ pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
 #[path = "plan_desired.rs"]
 mod desired;
 
+#[path = "plan_boost.rs"]
+mod boost;
+use boost::Boosted;
+
 #[path = "plan_words.rs"]
 mod words;
 use words::{status_words, Why};
@@ -460,3 +484,7 @@ use words::{status_words, Why};
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "boost_tests.rs"]
+mod boost_tests;

@@ -30,6 +30,17 @@ impl Group<'_> {
             self.snapshot.limit_ranges(&pod.namespace),
             self.config.missing,
         );
+        (self.plan_of(pod, placement, &sizing), sizing)
+    }
+
+    /// The pod's plan for `sizing`, with the current resources of the
+    /// containers it sizes.
+    pub(super) fn plan_of(
+        &self,
+        pod: &RunningPod,
+        placement: Placement<'_>,
+        sizing: &Sizing,
+    ) -> PodPlan {
         let mut containers = Vec::with_capacity(sizing.containers.len());
         for sized in &sizing.containers {
             let Some(c) = pod.spec.get(sized.index) else {
@@ -61,7 +72,7 @@ impl Group<'_> {
             }),
             _ => None,
         };
-        let plan = PodPlan {
+        PodPlan {
             namespace: pod.namespace.clone(),
             pod: pod.name.clone(),
             vpa: self.vpa_name.clone(),
@@ -74,8 +85,8 @@ impl Group<'_> {
             resource_version: pod.resource_version.clone(),
             uid: pod.uid.clone(),
             unusable: sizing.unusable,
-        };
-        (plan, sizing)
+            unboost: Vec::new(),
+        }
     }
 
     /// The pod as its DaemonSet created it, for a pod without nodescope's

@@ -2,8 +2,9 @@
 //! ServiceAccount: the narrowed Lease Role (get, list, watch and patch by
 //! name, create apart) is enough for `nodescope::leader` to lead on
 //! `nodescope-updater`, the webhook's status Lease can be read and not
-//! written, and the ClusterRole allows the resize, the eviction and the
-//! reads the updater needs, but no pod delete or update.
+//! written, and the ClusterRole allows the resize, the eviction, the pod
+//! patch of an unboost (CPUStartupBoost) and the reads the updater needs,
+//! but no pod delete or update.
 
 use crate::support::admission::Clients;
 use crate::support::{cluster, eventually, ControlPlane};
@@ -99,7 +100,8 @@ pub async fn run(plane: &ControlPlane) {
         ),
         ("delete", "", "pods", "", false),
         ("update", "", "pods", "", false),
-        ("patch", "", "pods", "", false),
+        // The unboost removes vpaCpuStartupBoost/ annotations.
+        ("patch", "", "pods", "", true),
         (
             "update",
             "coordination.k8s.io",
