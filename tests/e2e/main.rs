@@ -31,6 +31,7 @@ mod portable_scope;
 mod recommend;
 mod recommend_upstream;
 mod scopes;
+mod startup_boost;
 mod status_lease;
 mod status_size;
 mod support;
@@ -61,6 +62,7 @@ const STEPS: &[(&str, Step)] = &[
     ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
     ("status-size", |p| status_size::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
+    ("startup-boost", |p| startup_boost::run(p).boxed()),
     ("watches", |p| watches::run(p).boxed()),
     ("failures", |p| failures::run(p).boxed()),
     ("status-lease", |p| status_lease::run(p).boxed()),
