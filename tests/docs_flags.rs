@@ -128,6 +128,29 @@ fn the_recommender_table_names_the_flags_nodescope_recommend_takes() {
     check("### Upstream's recommender flags", "recommend");
 }
 
+/// The admission controller's table: nodescope's webhook installs
+/// differently, so its flags may have other names; each one named must be
+/// in `--help`, and each absent one refused.
+#[test]
+fn the_admission_controller_table_names_the_flags_nodescope_serve_takes() {
+    let heading = "### Upstream's admission controller flags";
+    let rows = rows(heading);
+    assert!(rows.len() > 10, "{rows:?}");
+    let shown = shown("serve");
+    for (upstream, ours) in &rows {
+        match ours {
+            Some(ours) => assert!(
+                shown.contains(ours),
+                "{heading}: {ours} is not in `nodescope serve --help`"
+            ),
+            None => assert!(
+                refused("serve", upstream),
+                "{heading}: {upstream} is said to be absent but `nodescope serve` takes it"
+            ),
+        }
+    }
+}
+
 #[test]
 fn the_help_parser_sees_long_flags_including_those_after_a_short_one() {
     let update = shown("update");
