@@ -134,3 +134,4 @@ mod startup_boost;
 mod table;
 mod unboost;
 mod upstream;
+mod upstream_capping;
