@@ -16,7 +16,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, PostParams};
 use kube::Client;
 use serde_json::{json, Value};
-use std::process::Command;
 use std::time::Duration;
 
 const NS: &str = "e2e-boost";
@@ -85,41 +84,9 @@ async fn boost_annotation(pods: &Api<Pod>, name: &str) -> Option<String> {
         .cloned()
 }
 
-/// `nodescope update --plan --store kube -o json` with the gate: the
-/// (action, reason) of `name`.
+/// The plan's (action, reason) of `name`, with the gate.
 fn plan_of(name: &str) -> (String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
-        .args([
-            "update",
-            "--plan",
-            "--store",
-            "kube",
-            "-o",
-            "json",
-            "--min-replicas",
-            "1",
-            GATE,
-        ])
-        .args(["--admission-controller-status-lease-namespace", NS])
-        .output()
-        .unwrap_or_else(|e| panic!("update --plan: {e}"));
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let plan: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}"));
-    let item = plan["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|i| i["pod"] == name)
-        .unwrap_or_else(|| panic!("{name} not in the plan: {plan}"));
-    (
-        item["action"].as_str().unwrap_or_default().to_owned(),
-        item["reason"].as_str().unwrap_or_default().to_owned(),
-    )
+    crate::update::plan_row(NS, name, &[GATE])
 }
 
 pub async fn run(plane: &ControlPlane) {

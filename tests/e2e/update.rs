@@ -180,6 +180,45 @@ pub(crate) async fn spec_of(pods: &Api<Pod>, name: &str) -> (String, String, Str
 }
 
 /// Plays the kubelet: the spec's resources become the actuated ones.
+/// `nodescope update --plan --store kube -o json --min-replicas 1` against
+/// the cluster, with the webhook's Lease looked for in `ns`: the (action,
+/// reason) of pod `name`.
+pub(crate) fn plan_row(ns: &str, name: &str, extra: &[&str]) -> (String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
+        .args([
+            "update",
+            "--plan",
+            "--store",
+            "kube",
+            "-o",
+            "json",
+            "--min-replicas",
+            "1",
+        ])
+        .args(["--admission-controller-status-lease-namespace", ns])
+        .args(extra)
+        .output()
+        .unwrap_or_else(|e| panic!("update --plan: {e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("update --plan -o json: {e}"));
+    let item = plan["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["pod"] == name)
+        .unwrap_or_else(|| panic!("{name} not in the plan: {plan}"));
+    (
+        item["action"].as_str().unwrap_or_default().to_owned(),
+        item["reason"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
 async fn actuate(client: &Client, pods: &Api<Pod>, name: &str) {
     let pod = pods
         .get(name)
@@ -302,39 +341,10 @@ pub async fn run(plane: &ControlPlane) {
     }
 
     // The plan against the cluster agrees: nothing left to do for them.
-    let plan = Command::new(env!("CARGO_BIN_EXE_nodescope"))
-        .args([
-            "update",
-            "--plan",
-            "--store",
-            "kube",
-            "-o",
-            "json",
-            "--min-replicas",
-            "1",
-        ])
-        .args(["--admission-controller-status-lease-namespace", NS])
-        .output()
-        .unwrap_or_else(|e| panic!("update --plan: {e}"));
-    assert_eq!(
-        plan.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&plan.stderr)
-    );
-    let plan: Value = serde_json::from_slice(&plan.stdout)
-        .unwrap_or_else(|e| panic!("update --plan -o json: {e}"));
     for name in &agents {
-        let item = plan["items"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|i| i["pod"] == name.as_str());
-        let item = item.unwrap_or_else(|| panic!("{name} not in the plan: {plan}"));
         assert_eq!(
-            (item["action"].as_str(), item["reason"].as_str()),
-            (Some("none"), Some("at its recommendation")),
-            "{item}"
+            plan_row(NS, name, &[]),
+            ("none".to_owned(), "at its recommendation".to_owned())
         );
     }
 
