@@ -134,6 +134,26 @@ fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
 /// One object read, waiting for its file to be read right.
 type Staged<T> = (Option<Key>, Location, String, T);
 
+/// Stages item `item` of a List read from `source`, converted where it
+/// stands, to be recorded only if the whole List reads right.
+fn stage<T>(
+    staged: &mut Vec<Staged<T>>,
+    source: &str,
+    item: usize,
+    value: Value,
+    convert: &mut impl FnMut(Value, &Location) -> T,
+) {
+    let location = Location {
+        source: source.to_owned(),
+        document: Some(1),
+        item: Some(item),
+        line: None,
+    };
+    let kind = kind_of(&value);
+    let key = Key::of(&value);
+    staged.push((key, location.clone(), kind, convert(value, &location)));
+}
+
 struct Reader {
     names: Vec<String>,
     seen: HashMap<Key, Seen>,
@@ -203,15 +223,7 @@ impl Reader {
             }
             manifest::fill_item_type(&mut value, head);
             item += 1;
-            let location = Location {
-                source: name.clone(),
-                document: Some(1),
-                item: Some(item),
-                line: None,
-            };
-            let kind = kind_of(&value);
-            let key = Key::of(&value);
-            staged.push((key, location.clone(), kind, convert(value, &location)));
+            stage(&mut staged, &name, item, value, convert);
             true
         })
         .map_err(|e| InputError::File {
@@ -258,15 +270,7 @@ impl Reader {
             yaml_options(),
             &mut |value: Value| {
                 item += 1;
-                let location = Location {
-                    source: name.clone(),
-                    document: Some(1),
-                    item: Some(item),
-                    line: None,
-                };
-                let kind = kind_of(&value);
-                let key = Key::of(&value);
-                staged.push((key, location.clone(), kind, convert(value, &location)));
+                stage(&mut staged, &name, item, value, convert);
             },
         );
         if listed {
