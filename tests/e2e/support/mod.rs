@@ -9,7 +9,7 @@ mod assets;
 pub mod cluster;
 pub mod enforcement;
 pub mod nodescope;
-mod pki;
+pub mod pki;
 pub mod rounds;
 pub mod state;
 
@@ -114,15 +114,39 @@ pub struct ControlPlane {
     pub kubectl: Option<PathBuf>,
     pub version: String,
     pub started_in: Duration,
+    /// The directory of the PKI (`ca.crt`, `sa.key`, `sa.pub`), etcd's data
+    /// and the logs: `_state`'s path.
+    pub dir: PathBuf,
     /// etcd's data, the PKI and the logs; removed when the suite ends.
     _state: tempfile::TempDir,
 }
 
+/// How the system suite's apiserver differs from the e2e suite's.
+#[derive(Default)]
+pub struct Options {
+    /// Keep the `ServiceAccount` admission plugin on: a controller-manager
+    /// runs and creates the default service accounts.
+    pub service_accounts: bool,
+    /// More apiserver flags.
+    pub apiserver_args: Vec<String>,
+    /// The temporary directory's prefix.
+    pub prefix: &'static str,
+}
+
 impl ControlPlane {
     pub async fn start(assets: &Assets) -> Result<ControlPlane, String> {
+        Self::start_with(assets, &Options::default()).await
+    }
+
+    pub async fn start_with(assets: &Assets, options: &Options) -> Result<ControlPlane, String> {
         let began = Instant::now();
+        let prefix = if options.prefix.is_empty() {
+            "nodescope-e2e-"
+        } else {
+            options.prefix
+        };
         let dir = tempfile::Builder::new()
-            .prefix("nodescope-e2e-")
+            .prefix(prefix)
             .tempdir()
             .map_err(|e| format!("temp dir: {e}"))?;
         let root = dir.path();
@@ -164,14 +188,17 @@ impl ControlPlane {
             .arg("--service-cluster-ip-range=10.0.0.0/24")
             .arg("--allow-privileged=true")
             .arg("--authorization-mode=RBAC")
-            // No controller-manager creates default service accounts, so
-            // that plugin would reject every pod.
-            .arg("--disable-admission-plugins=ServiceAccount")
             // With these on, an apiserver stopped with its etcd hangs in
             // shutdown for minutes.
             .arg(
                 "--feature-gates=APIServerIdentity=false,UnknownVersionInteroperabilityProxy=false",
-            );
+            )
+            .args(&options.apiserver_args);
+        if !options.service_accounts {
+            // No controller-manager creates default service accounts, so
+            // that plugin would reject every pod.
+            apiserver.arg("--disable-admission-plugins=ServiceAccount");
+        }
         let apiserver = Process::spawn("kube-apiserver", apiserver, root.join("apiserver.log"))?;
 
         let url = format!("https://127.0.0.1:{port}");
@@ -185,6 +212,7 @@ impl ControlPlane {
             kubectl: assets.kubectl.clone(),
             version: String::new(),
             started_in: Duration::ZERO,
+            dir: root.to_owned(),
             _state: dir,
         };
         plane.wait_ready().await?;
@@ -262,7 +290,7 @@ impl ControlPlane {
     }
 }
 
-fn write_kubeconfig(path: &Path, url: &str, pki: &Pki) -> Result<(), String> {
+pub fn write_kubeconfig(path: &Path, url: &str, pki: &Pki) -> Result<(), String> {
     let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: e2e\n  cluster:\n    server: {url}\n    certificate-authority-data: {}\nusers:\n- name: admin\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\ncontexts:\n- name: e2e\n  context: {{cluster: e2e, user: admin, namespace: default}}\ncurrent-context: e2e\n",

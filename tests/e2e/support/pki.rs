@@ -27,12 +27,10 @@ fn cert_err(e: rcgen::Error) -> String {
 impl Pki {
     pub fn generate(dir: &Path) -> Result<Pki, String> {
         let ca_key = KeyPair::generate().map_err(cert_err)?;
-        let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        ca.distinguished_name = name("nodescope-e2e-ca", None);
+        let ca = ca_params()?;
         let ca_cert = ca.self_signed(&ca_key).map_err(cert_err)?;
         let ca_pem = ca_cert.pem();
+        let ca_key_pem = ca_key.serialize_pem();
         let issuer = Issuer::new(ca, ca_key);
 
         let serving_key = KeyPair::generate().map_err(cert_err)?;
@@ -65,12 +63,45 @@ impl Pki {
             std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
         };
         write(&pki.ca_cert, &ca_pem)?;
+        write(&dir.join("ca.key"), &ca_key_pem)?;
         write(&pki.serving_cert, &serving_cert.pem())?;
         write(&pki.serving_key, &serving_key.serialize_pem())?;
         write(&pki.service_account_key, &sa_key.serialize_pem())?;
         write(&pki.service_account_pub, &sa_key.public_key_pem())?;
         Ok(pki)
     }
+}
+
+/// A client certificate and key (PEM) for user `common` in group
+/// `organization`, signed by the CA that [`Pki::generate`] left in `dir`:
+/// the system suite's controller-manager and scheduler each have their own.
+pub fn client(
+    dir: &Path,
+    common: &str,
+    organization: Option<&str>,
+) -> Result<(String, String), String> {
+    let read = |name: &str| {
+        std::fs::read_to_string(dir.join(name))
+            .map_err(|e| format!("{}: {e}", dir.join(name).display()))
+    };
+    // The same name and key as the CA's certificate: what a signature
+    // needs of its issuer (rcgen reads certificates only with x509-parser).
+    let ca_key = KeyPair::from_pem(&read("ca.key")?).map_err(cert_err)?;
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let key = KeyPair::generate().map_err(cert_err)?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
+    params.distinguished_name = name(common, organization);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).map_err(cert_err)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+fn ca_params() -> Result<CertificateParams, String> {
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(cert_err)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    ca.distinguished_name = name("nodescope-e2e-ca", None);
+    Ok(ca)
 }
 
 fn name(common: &str, organization: Option<&str>) -> DistinguishedName {

@@ -1,0 +1,138 @@
+//! Each nodescope component as a process, run as its Deployment runs it:
+//! the Deployment's own arguments (from the rendered manifests), the
+//! `POD_NAME`/`POD_NAMESPACE` its downward API gives, and a kubeconfig with
+//! a token of its Deployment's ServiceAccount (TokenRequest), so every
+//! request goes through the shipped RBAC. Only addresses, file paths and
+//! intervals are changed, each named below.
+
+use crate::install::Rendered;
+use crate::plane::{kubeconfig, Cluster};
+use crate::support::{free_port, Process};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A running component.
+pub struct Component {
+    pub name: String,
+    pub process: Process,
+    /// Its plain-HTTP `/metrics` port.
+    pub metrics_port: u16,
+    /// The ServiceAccount it runs as, `system:serviceaccount:NS:NAME`.
+    pub user: String,
+}
+
+impl Component {
+    pub fn pid(&self) -> u32 {
+        self.process.child.id()
+    }
+
+    /// Peak resident memory (VmHWM), in KiB, while it runs.
+    pub fn peak_kib(&self) -> u64 {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
+
+/// What the suite changes in a Deployment's arguments.
+pub struct Launch<'a> {
+    /// The process's name in logs and reports.
+    pub name: &'a str,
+    pub deployment: &'a str,
+    /// `--flag` → value, replacing the shipped one or added.
+    pub overrides: Vec<(&'a str, String)>,
+    /// The flag that takes the metrics address.
+    pub metrics_flag: &'a str,
+}
+
+/// The shipped arguments of `deployment`'s first container, with
+/// `overrides` applied (a flag given twice is refused by clap, so each
+/// replaces the shipped one).
+fn arguments(deployment: &Value, overrides: &[(&str, String)]) -> Vec<String> {
+    let shipped = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{} has no args", deployment["metadata"]["name"]))
+        .iter()
+        .filter_map(|a| a.as_str().map(str::to_owned));
+    let mut out: Vec<String> = shipped
+        .filter(|a| {
+            !overrides
+                .iter()
+                .any(|(flag, _)| a == flag || a.starts_with(&format!("{flag}=")))
+        })
+        .collect();
+    for (flag, value) in overrides {
+        out.push(format!("{flag}={value}"));
+    }
+    out
+}
+
+/// A token of `account` in `namespace`, from the TokenRequest API.
+fn token(cluster: &Cluster, namespace: &str, account: &str) -> String {
+    let (code, out, err) = cluster.plane.kubectl(
+        &["create", "token", account, "-n", namespace, "--duration=4h"],
+        &cluster.plane.dir,
+    );
+    assert_eq!(
+        code, 0,
+        "kubectl create token {account} -n {namespace}: {err}"
+    );
+    out.trim().to_owned()
+}
+
+/// Starts one replica of `launch` as `instance`.
+pub fn start(
+    cluster: &Cluster,
+    rendered: &Rendered,
+    launch: Launch<'_>,
+    instance: &str,
+) -> Component {
+    let deployment = rendered.deployment(launch.deployment);
+    let namespace = deployment["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_owned();
+    let account = deployment["spec"]["template"]["spec"]["serviceAccountName"]
+        .as_str()
+        .unwrap_or("default")
+        .to_owned();
+    let token = token(cluster, &namespace, &account);
+    let config = cluster.plane.dir.join(format!("{instance}.kubeconfig"));
+    kubeconfig(&config, &cluster.plane, &format!("    token: {token}"));
+    let metrics_port = free_port();
+    let mut overrides = launch.overrides;
+    overrides.push((launch.metrics_flag, format!("127.0.0.1:{metrics_port}")));
+    overrides.push(("--log-format", "text".to_owned()));
+    let args = arguments(deployment, &overrides);
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
+    command
+        .args(&args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("KUBECONFIG", &config)
+        .env("POD_NAME", instance)
+        .env("POD_NAMESPACE", &namespace)
+        .env("RUST_LOG", "info");
+    let log = cluster.plane.dir.join(format!("{instance}.log"));
+    let process = Process::spawn("nodescope", command, log).unwrap_or_else(|e| panic!("{e}"));
+    Component {
+        name: instance.to_owned(),
+        process,
+        metrics_port,
+        user: format!("system:serviceaccount:{namespace}:{account}"),
+    }
+}
+
+/// The webhook's serving certificate, made by `nodescope certs` (SANs
+/// localhost and 127.0.0.1), shared by both replicas as the Secret is.
+pub fn certificates(dir: &Path) -> PathBuf {
+    let certs = dir.join("webhook-tls");
+    std::fs::create_dir_all(&certs).unwrap_or_else(|e| panic!("{e}"));
+    crate::common::make_certs(&certs);
+    certs
+}

@@ -1,0 +1,77 @@
+//! The figures the suite records (BENCHMARKS.md): time to convergence, API
+//! requests per user from the apiserver's audit log, peak memory per
+//! component.
+
+use crate::scenario::World;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+#[derive(Default)]
+pub struct Report {
+    pub converged: Option<Duration>,
+}
+
+/// Who made a request, in the report's words.
+fn who(user: &str) -> String {
+    match user {
+        "system:kube-scheduler" => "kube-scheduler".to_owned(),
+        "system:kube-controller-manager" => "kube-controller-manager".to_owned(),
+        "system:serviceaccount:kube-system:node-resizer" => {
+            "nodescope balloon controller".to_owned()
+        }
+        "system:serviceaccount:nodescope-system:nodescope" => {
+            "nodescope webhook (2 replicas)".to_owned()
+        }
+        "system:serviceaccount:nodescope-system:nodescope-features" => {
+            "nodescope features controller".to_owned()
+        }
+        "system:serviceaccount:nodescope-system:nodescope-recommender" => {
+            "nodescope recommender".to_owned()
+        }
+        "system:serviceaccount:nodescope-system:nodescope-updater" => {
+            "nodescope updater".to_owned()
+        }
+        // --use-service-account-credentials: one account per controller.
+        u if u.starts_with("system:serviceaccount:kube-system:") => {
+            "kube-controller-manager".to_owned()
+        }
+        "system:apiserver" => "kube-apiserver (loopback)".to_owned(),
+        u => u.to_owned(),
+    }
+}
+
+impl Report {
+    pub fn requests(world: &World) -> BTreeMap<String, usize> {
+        let text = std::fs::read_to_string(&world.cluster.audit_log).unwrap_or_default();
+        let mut out = BTreeMap::new();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            if event["stage"] != "ResponseComplete" && event["stage"] != "Panic" {
+                continue;
+            }
+            let user = event["user"]["username"].as_str().unwrap_or_default();
+            *out.entry(who(user)).or_default() += 1;
+        }
+        out
+    }
+
+    pub fn print(&self, world: &World) {
+        println!("system: report, N = {}", world.n);
+        if let Some(t) = self.converged {
+            println!(
+                "system:   every pod at its group {:.1} s after the start",
+                t.as_secs_f64()
+            );
+        }
+        println!("system:   API requests by user (audit log, the suite's own excluded):");
+        for (user, count) in Self::requests(world) {
+            println!("system:     {count:>8}  {user}");
+        }
+        println!("system:   peak memory (VmHWM):");
+        for c in &world.components {
+            println!("system:     {:>8} KiB  {}", c.peak_kib(), c.name);
+        }
+    }
+}

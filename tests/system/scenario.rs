@@ -1,0 +1,340 @@
+//! The scenario, in order (docs/system.md): install, DaemonSets created by
+//! the real controller and bound by the real scheduler, the recommender's
+//! groups, the updater's resizes within the tolerance, a Deferred resize
+//! that ends in an eviction, a node joining, balloons set on a tenth of the
+//! nodes, and `vpa-node-scope` turned off. The Deferred resize waits
+//! upstream's five minutes, so the join and balloon steps run meanwhile.
+
+use crate::components::{self, Component, Launch};
+use crate::front::Front;
+use crate::install;
+use crate::kubelet::{Kubelet, Nodes};
+use crate::ledger::Ledger;
+use crate::plane::Cluster;
+use crate::report::Report;
+use crate::support::{cluster, free_port};
+use crate::workloads::{self, Targets, NS};
+use crate::{steps, SystemAssets};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use kube::Client;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// `--eviction-tolerance` for the updater (shipped: upstream's 0.5), so
+/// that each DaemonSet takes five passes and the limit binds many times.
+pub const TOLERANCE: f64 = 0.2;
+/// How long the simulated kubelet takes to actuate a resize.
+pub const ACTUATION: Duration = Duration::from_millis(1000);
+
+/// Everything a step may use.
+pub struct World {
+    pub cluster: Cluster,
+    pub admin: Client,
+    pub nodes: Nodes,
+    pub kubelet: Kubelet,
+    pub ledger: Ledger,
+    pub components: Vec<Component>,
+    pub rendered: install::Rendered,
+    pub began: Instant,
+    pub n: usize,
+    pub report: Report,
+    _front: Front,
+    _heartbeat: tokio::task::JoinHandle<()>,
+}
+
+impl World {
+    pub fn component(&self, name: &str) -> &Component {
+        self.components
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no component {name}"))
+    }
+
+    pub async fn pods(&self, namespace: &str) -> Vec<Pod> {
+        let api: Api<Pod> = Api::namespaced(self.admin.clone(), namespace);
+        api.list(&ListParams::default())
+            .await
+            .unwrap_or_else(|e| panic!("listing pods in {namespace}: {e}"))
+            .items
+    }
+
+    /// Every component still runs.
+    pub fn alive(&mut self) {
+        for c in &mut self.components {
+            if let Some(status) = c.process.exited() {
+                panic!("{} exited ({status}):\n{}", c.name, c.process.log_tail());
+            }
+        }
+    }
+
+    /// Prints the end of every component's log, for a failure.
+    pub fn tails(&self) {
+        for c in &self.components {
+            println!(
+                "system: --- {} (last lines of {})",
+                c.name,
+                c.process.log.display()
+            );
+            let text = std::fs::read_to_string(&c.process.log).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            let head = lines.len().min(8);
+            println!("{}", lines[..head].join("\n"));
+            println!("...");
+            println!(
+                "{}",
+                lines[lines.len().saturating_sub(12).max(head)..].join("\n")
+            );
+        }
+    }
+
+    /// Runs `nodescope ARGS` as the cluster admin: (code, stdout, stderr).
+    pub fn nodescope(&self, args: &[&str]) -> (i32, String, String) {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodescope"))
+            .args(args)
+            .env("KUBECONFIG", &self.cluster.plane.kubeconfig)
+            .output()
+            .unwrap_or_else(|e| panic!("{e}"));
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+pub fn say(world_began: Instant, what: &str) {
+    println!(
+        "system: [{:>6.1} s] {what}",
+        world_began.elapsed().as_secs_f64()
+    );
+}
+
+/// `GET http://127.0.0.1:{port}{path}`'s status code (0: no answer).
+pub async fn http_code(port: u16, path: &str) -> u16 {
+    let url = format!("http://127.0.0.1:{port}{path}");
+    tokio::task::spawn_blocking(move || {
+        std::process::Command::new("curl")
+            .args([
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "--max-time",
+                "2",
+                &url,
+            ])
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(0)
+    })
+    .await
+    .unwrap_or(0)
+}
+
+async fn ready(world_began: Instant, components: &mut [Component]) {
+    for c in components.iter_mut() {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while http_code(c.metrics_port, "/readyz").await != 200 {
+            if let Some(status) = c.process.exited() {
+                panic!("{} exited ({status}):\n{}", c.name, c.process.log_tail());
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{} not ready in 60 s:\n{}",
+                c.name,
+                c.process.log_tail()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let names: Vec<&str> = components.iter().map(|c| c.name.as_str()).collect();
+    say(world_began, &format!("ready: {}", names.join(", ")));
+}
+
+/// The policies directory as the Deployment mounts it: the rendered
+/// `nodescope-policies` ConfigMap's files.
+fn policies(cluster: &Cluster, rendered: &install::Rendered) -> std::path::PathBuf {
+    let dir = cluster.plane.dir.join("policies");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{e}"));
+    let map = rendered
+        .objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap"
+                && o["metadata"]["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("nodescope-policies"))
+        })
+        .unwrap_or_else(|| panic!("the manifests render no nodescope-policies ConfigMap"));
+    for (file, text) in map["data"].as_object().into_iter().flatten() {
+        std::fs::write(dir.join(file), text.as_str().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+    dir
+}
+
+pub async fn run(assets: &SystemAssets, n: usize) {
+    let began = Instant::now();
+    let cluster = Cluster::start(assets).await;
+    say(
+        began,
+        &format!(
+            "kube-apiserver {}, etcd, kube-controller-manager and kube-scheduler from {}",
+            cluster.plane.version,
+            assets.base.dir.display()
+        ),
+    );
+    let admin = cluster.plane.client().await;
+    let nodes = Nodes::default();
+    nodes.register(&admin, 0, n).await;
+    let heartbeat = nodes.heartbeat(admin.clone());
+    let kubelet = Kubelet::start(admin.clone(), nodes.clone(), ACTUATION);
+    say(
+        began,
+        &format!("{n} simulated Nodes registered, Leases renewed every 10 s"),
+    );
+
+    let rendered = install::render(&cluster);
+    let certs = components::certificates(&cluster.plane.dir);
+    let ca = std::fs::read(certs.join("ca.crt")).unwrap_or_else(|e| panic!("{e}"));
+    let replicas = [free_port(), free_port()];
+    let front = Front::start(
+        replicas
+            .iter()
+            .map(|p| std::net::SocketAddr::from(([127, 0, 0, 1], *p)))
+            .collect(),
+    )
+    .await;
+    let later = |o: &Value| {
+        o["kind"]
+            .as_str()
+            .is_some_and(|k| k.ends_with("WebhookConfiguration"))
+            || o["kind"] == "DaemonSet"
+    };
+    let applied = install::apply(&cluster, &rendered, front.port, &ca, |o| !later(o)).await;
+    let policies = policies(&cluster, &rendered);
+    let mut started = Vec::new();
+    for (i, port) in replicas.iter().enumerate() {
+        started.push(components::start(
+            &cluster,
+            &rendered,
+            Launch {
+                name: "webhook",
+                deployment: "nodescope",
+                overrides: vec![
+                    ("--listen", format!("127.0.0.1:{port}")),
+                    ("--tls-cert", certs.join("tls.crt").display().to_string()),
+                    ("--tls-key", certs.join("tls.key").display().to_string()),
+                    ("--policies", policies.display().to_string()),
+                ],
+                metrics_flag: "--metrics-listen",
+            },
+            &format!("nodescope-webhook-{}", ["a", "b"][i]),
+        ));
+    }
+    started.push(components::start(
+        &cluster,
+        &rendered,
+        Launch {
+            name: "updater",
+            deployment: "nodescope-updater",
+            overrides: vec![
+                ("--updater-interval", "2s".to_owned()),
+                ("--eviction-tolerance", TOLERANCE.to_string()),
+                // Groups carry targets only (PR #10012), so a pod inside no
+                // range waits this long; a cluster's pods are days old, these
+                // are seconds old.
+                (
+                    "--in-recommendation-bounds-eviction-lifetime-threshold",
+                    "0s".to_owned(),
+                ),
+            ],
+            metrics_flag: "--address",
+        },
+        "nodescope-updater",
+    ));
+    started.push(components::start(
+        &cluster,
+        &rendered,
+        Launch {
+            name: "balloon",
+            deployment: "nodescope-balloon",
+            overrides: vec![("--interval", "2s".to_owned())],
+            metrics_flag: "--metrics-listen",
+        },
+        "nodescope-balloon",
+    ));
+    started.push(components::start(
+        &cluster,
+        &rendered,
+        Launch {
+            name: "features",
+            deployment: "nodescope-features",
+            overrides: vec![("--settle", "5s".to_owned()), ("--period", "2s".to_owned())],
+            metrics_flag: "--metrics-listen",
+        },
+        "nodescope-features",
+    ));
+    ready(began, &mut started).await;
+    let applied = applied + install::apply(&cluster, &rendered, front.port, &ca, later).await;
+    say(
+        began,
+        &format!(
+            "installed from manifests/ ({} objects, Deployments run as processes: base + {})",
+            applied,
+            install::COMPONENTS.join(", ")
+        ),
+    );
+
+    cluster::namespace(&admin, NS).await;
+    let ledger = Ledger::start(&admin, &[NS, "kube-system"]).await;
+    for ds in workloads::ALL {
+        cluster::apply(&admin, &workloads::vpa(ds)).await;
+        cluster::apply(&admin, &workloads::daemonset(ds)).await;
+    }
+    let mut world = World {
+        cluster,
+        admin,
+        nodes,
+        kubelet,
+        ledger,
+        components: started,
+        rendered,
+        began,
+        n,
+        report: Report::default(),
+        _front: front,
+        _heartbeat: heartbeat,
+    };
+    steps::created(&mut world).await;
+    steps::converge(&mut world).await;
+    world.report.print(&world);
+}
+
+/// Waits for `check` (polled every 500 ms) up to `limit`, checking that
+/// every component still runs.
+pub async fn until<T, F>(world: &mut World, what: &str, limit: Duration, mut check: F) -> T
+where
+    F: for<'a> FnMut(&'a World) -> futures::future::BoxFuture<'a, Result<T, String>>,
+{
+    let deadline = Instant::now() + limit;
+    loop {
+        world.alive();
+        match check(world).await {
+            Ok(value) => return value,
+            Err(why) if Instant::now() > deadline => {
+                world.tails();
+                panic!("{what}: not within {limit:?}: {why}")
+            }
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+/// Reads the VPAs' targets.
+pub async fn targets(world: &World) -> Targets {
+    Targets::read(&world.admin).await
+}
