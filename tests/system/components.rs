@@ -18,8 +18,6 @@ pub struct Component {
     pub process: Process,
     /// Its plain-HTTP `/metrics` port.
     pub metrics_port: u16,
-    /// The ServiceAccount it runs as, `system:serviceaccount:NS:NAME`.
-    pub user: String,
 }
 
 impl Component {
@@ -41,8 +39,6 @@ impl Component {
 
 /// What the suite changes in a Deployment's arguments.
 pub struct Launch<'a> {
-    /// The process's name in logs and reports.
-    pub name: &'a str,
     pub deployment: &'a str,
     /// `--flag` → value, replacing the shipped one or added.
     pub overrides: Vec<(&'a str, String)>,
@@ -124,7 +120,6 @@ pub fn start(
         name: instance.to_owned(),
         process,
         metrics_port,
-        user: format!("system:serviceaccount:{namespace}:{account}"),
     }
 }
 

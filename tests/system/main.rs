@@ -11,11 +11,15 @@
 //! one "not run" line and a pass; asked for and missing is a failure.
 //! `NODESCOPE_SYSTEM_NODES` sets N (50 by default).
 
+mod balloons;
 #[path = "../common/mod.rs"]
 mod common;
 mod components;
+mod deferred;
+mod disable;
 mod front;
 mod install;
+mod join;
 mod kubelet;
 mod ledger;
 mod plane;

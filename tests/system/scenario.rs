@@ -13,8 +13,8 @@ use crate::ledger::Ledger;
 use crate::plane::Cluster;
 use crate::report::Report;
 use crate::support::{cluster, free_port};
-use crate::workloads::{self, Targets, NS};
-use crate::{steps, SystemAssets};
+use crate::workloads::{self, NS};
+use crate::{balloons, deferred, disable, join, steps, SystemAssets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kube::Client;
@@ -222,7 +222,6 @@ pub async fn run(assets: &SystemAssets, n: usize) {
             &cluster,
             &rendered,
             Launch {
-                name: "webhook",
                 deployment: "nodescope",
                 overrides: vec![
                     ("--listen", format!("127.0.0.1:{port}")),
@@ -239,7 +238,6 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         &cluster,
         &rendered,
         Launch {
-            name: "updater",
             deployment: "nodescope-updater",
             overrides: vec![
                 ("--updater-interval", "2s".to_owned()),
@@ -260,7 +258,6 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         &cluster,
         &rendered,
         Launch {
-            name: "balloon",
             deployment: "nodescope-balloon",
             overrides: vec![("--interval", "2s".to_owned())],
             metrics_flag: "--metrics-listen",
@@ -271,7 +268,6 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         &cluster,
         &rendered,
         Launch {
-            name: "features",
             deployment: "nodescope-features",
             overrides: vec![("--settle", "5s".to_owned()), ("--period", "2s".to_owned())],
             metrics_flag: "--metrics-listen",
@@ -311,6 +307,12 @@ pub async fn run(assets: &SystemAssets, n: usize) {
     };
     steps::created(&mut world).await;
     steps::converge(&mut world).await;
+    // While node-0000's resizes wait out upstream's 5 minutes:
+    join::run(&mut world, n).await;
+    balloons::run(&mut world).await;
+    deferred::replaced(&mut world).await;
+    world.report.all_at_group = Some(world.began.elapsed());
+    disable::run(&mut world).await;
     world.report.print(&world);
 }
 
@@ -332,9 +334,4 @@ where
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     }
-}
-
-/// Reads the VPAs' targets.
-pub async fn targets(world: &World) -> Targets {
-    Targets::read(&world.admin).await
 }

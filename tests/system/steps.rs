@@ -9,23 +9,23 @@ use k8s_openapi::api::core::v1::Pod;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-fn name(pod: &Pod) -> String {
+pub fn name(pod: &Pod) -> String {
     pod.metadata.name.clone().unwrap_or_default()
 }
 
-fn node_of(pod: &Pod) -> String {
+pub fn node_of(pod: &Pod) -> String {
     pod.spec
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .unwrap_or_default()
 }
 
-fn running(pod: &Pod) -> bool {
+pub fn running(pod: &Pod) -> bool {
     pod.metadata.deletion_timestamp.is_none()
         && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
 }
 
-fn labels(shape: &NodeShape) -> BTreeMap<String, String> {
+pub fn labels(shape: &NodeShape) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("kubernetes.io/hostname".to_owned(), shape.name.clone()),
         ("topology.kubernetes.io/zone".to_owned(), shape.zone.clone()),
@@ -44,7 +44,7 @@ pub async fn created(world: &mut World) {
     let pods = until(
         world,
         "every DaemonSet pod Running",
-        Duration::from_secs(240),
+        Duration::from_secs(120 + n as u64 / 4),
         |w| {
             Box::pin(async move {
                 let pods = w.pods(NS).await;
@@ -119,6 +119,7 @@ pub async fn converge(world: &mut World) {
         .collect();
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     usage::record(&dir, &recorded, 4, now);
+    crate::deferred::fill(world).await;
     world.ledger.reset();
     world.ledger.measure(true);
     let began = std::time::Instant::now();
@@ -126,7 +127,6 @@ pub async fn converge(world: &mut World) {
         &world.cluster,
         &world.rendered,
         crate::components::Launch {
-            name: "recommender",
             deployment: "nodescope-recommender",
             overrides: vec![
                 ("--metrics", format!("file:{}", dir.display())),
@@ -141,7 +141,7 @@ pub async fn converge(world: &mut World) {
     let targets = until(
         world,
         "the recommender's groups",
-        Duration::from_secs(120),
+        Duration::from_secs(120 + n as u64 / 10),
         |w| {
             Box::pin(async move {
                 let t = Targets::read(&w.admin).await;
@@ -169,7 +169,7 @@ pub async fn converge(world: &mut World) {
     let converged = until(
         world,
         "every pod at its group",
-        Duration::from_secs(240),
+        Duration::from_secs(240 + n as u64 / 2),
         |w| {
             Box::pin(async move {
                 let targets = Targets::read(&w.admin).await;
@@ -177,14 +177,26 @@ pub async fn converge(world: &mut World) {
                 let mut off = Vec::new();
                 for pod in &pods {
                     let ds = daemonset_of(pod);
+                    if node_of(pod) == crate::deferred::NODE && ds != "logger" {
+                        // Deferred by the kubelet: step 4.
+                        continue;
+                    }
                     let Some(shape) = w.nodes.get(&node_of(pod)) else {
                         continue;
                     };
                     let want = targets.expected(&ds, &labels(&shape));
                     if pod_resources(pod) != [want; 3] {
+                        let pending: Vec<String> = pod
+                            .status
+                            .iter()
+                            .flat_map(|s| s.conditions.iter().flatten())
+                            .filter(|c| c.type_.starts_with("PodResize"))
+                            .map(|c| format!("{} {:?} {:?}", c.type_, c.reason, c.message))
+                            .collect();
                         off.push(format!(
-                            "{} {:?} want {:?}",
+                            "{} on {} {:?} want {:?} {pending:?}",
                             name(pod),
+                            node_of(pod),
                             pod_resources(pod),
                             want
                         ));
@@ -232,7 +244,8 @@ pub async fn converge(world: &mut World) {
         "{agent:?}"
     );
     say(world.began, &format!(
-        "step 2: every pod at its group in {:.1} s: {} resizes in place, most disrupted at once agent {} exporter {} (tolerance {limit}), 0 evictions, logger untouched",
+        "step 2: every pod at its group (but {}'s two, deferred) in {:.1} s: {} resizes in place, most disrupted at once agent {} exporter {} (tolerance {limit}), 0 evictions, logger untouched",
+        crate::deferred::NODE,
         began.elapsed().as_secs_f64(),
         Book::count(&book.resized, "agent") + Book::count(&book.resized, "exporter"),
         Book::count(&book.max_disrupted, "agent"),

@@ -115,7 +115,8 @@ pub struct ControlPlane {
     pub version: String,
     pub started_in: Duration,
     /// The directory of the PKI (`ca.crt`, `sa.key`, `sa.pub`), etcd's data
-    /// and the logs: `_state`'s path.
+    /// and the logs: `_state`'s path. Read by the system suite.
+    #[allow(dead_code)]
     pub dir: PathBuf,
     /// etcd's data, the PKI and the logs; removed when the suite ends.
     _state: tempfile::TempDir,

@@ -75,6 +75,7 @@ impl Pki {
 /// A client certificate and key (PEM) for user `common` in group
 /// `organization`, signed by the CA that [`Pki::generate`] left in `dir`:
 /// the system suite's controller-manager and scheduler each have their own.
+#[allow(dead_code)]
 pub fn client(
     dir: &Path,
     common: &str,

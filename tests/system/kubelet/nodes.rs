@@ -106,10 +106,6 @@ impl Nodes {
         self.lock().values().map(|(_, s)| s.clone()).collect()
     }
 
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (usize, NodeShape)>> {
         self.shapes
             .lock()

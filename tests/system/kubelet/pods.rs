@@ -39,12 +39,6 @@ pub struct KubeletCounts {
     pub removed: AtomicUsize,
 }
 
-impl KubeletCounts {
-    pub fn get(&self, which: fn(&KubeletCounts) -> &AtomicUsize) -> usize {
-        which(self).load(Ordering::SeqCst)
-    }
-}
-
 type Key = (String, String);
 
 struct Shared {
@@ -57,6 +51,8 @@ struct Shared {
     counts: Arc<KubeletCounts>,
     queued: Mutex<HashSet<Key>>,
     queue: mpsc::UnboundedSender<Key>,
+    /// Pods whose last write failed.
+    retry: Mutex<HashSet<Key>>,
 }
 
 /// The running kubelet; its tasks stop when it is dropped.
@@ -87,6 +83,7 @@ impl Kubelet {
             counts: counts.clone(),
             queued: Mutex::default(),
             queue,
+            retry: Mutex::default(),
         });
         let mut tasks = Vec::new();
         let watch = shared.clone();
@@ -268,6 +265,7 @@ impl Shared {
                 .filter(|(_, at)| **at <= now)
                 .map(|(k, _)| k.clone()),
         );
+        due.extend(lock(&self.retry).drain());
         for key in due {
             self.enqueue(key);
         }
@@ -562,8 +560,14 @@ impl Shared {
                 lock(&self.pods).insert(key.clone(), pod);
                 true
             }
-            Err(_) => {
-                // Gone or conflicting: the watch brings the next state.
+            Err(kube::Error::Api(s)) if s.code == 404 => false,
+            Err(e) => {
+                // Tried again on the next tick, as a kubelet's sync loop does.
+                eprintln!(
+                    "system: kubelet: status of {}/{} not written ({e}); retrying",
+                    key.0, key.1
+                );
+                lock(&self.retry).insert(key.clone());
                 false
             }
         }

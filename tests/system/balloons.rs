@@ -1,0 +1,169 @@
+//! Step 5: `nodescope balloon set` on a tenth of the nodes. Each balloon is
+//! resized in place to hold allocatable minus the usable size; `balloon
+//! status` and the controller's usable-capacity metrics say so. An upsize
+//! the node's other pods would not fit under is refused and changes
+//! nothing.
+
+use crate::kubelet::{bytes, milli};
+use crate::scenario::{say, World};
+use crate::steps::node_of;
+use crate::support::nodescope::scrape;
+use crate::workloads::{daemonset_of, pod_resources};
+
+/// The usable size asked of a node: three quarters of it.
+fn usable(cpu: i64, memory: i64) -> (i64, i64) {
+    (cpu * 3 / 4, memory * 3 / 4)
+}
+
+/// The value of one series in a `/metrics` text.
+pub fn value(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+pub async fn run(world: &mut World) {
+    let shapes: Vec<_> = world
+        .nodes
+        .all()
+        .into_iter()
+        .filter(|s| {
+            s.name[5..]
+                .parse::<usize>()
+                .is_ok_and(|i| i % 10 == 5 && i < world.n)
+        })
+        .collect();
+    let before = world.ledger.book();
+    for shape in &shapes {
+        let (cpu, memory) = usable(shape.cpu, shape.memory);
+        let (code, out, err) = world.nodescope(&[
+            "balloon",
+            "set",
+            &shape.name,
+            &format!("--usable-cpu={cpu}m"),
+            &format!("--usable-memory={memory}"),
+            "--wait",
+            "--timeout=60s",
+        ]);
+        assert_eq!(code, 0, "balloon set {}: {out}{err}", shape.name);
+    }
+    // An upsize that cannot fit: usable 100m leaves no room for the
+    // node's three other pods.
+    let refused = world
+        .nodes
+        .get("node-0007")
+        .unwrap_or_else(|| panic!("no node-0007"));
+    let (code, out, err) = world.nodescope(&[
+        "balloon",
+        "set",
+        &refused.name,
+        "--usable-cpu=100m",
+        "--wait",
+        "--timeout=30s",
+    ]);
+    assert_eq!(
+        code, 1,
+        "balloon set {} --usable-cpu=100m: {out}{err}",
+        refused.name
+    );
+
+    let (code, out, err) = world.nodescope(&["balloon", "status", "-o", "json"]);
+    assert_eq!(code, 0, "balloon status: {err}");
+    let status: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let rows = status["items"].as_array().cloned().unwrap_or_default();
+    let states = |state: &str| rows.iter().filter(|r| r["state"] == state).count();
+    assert_eq!(
+        (states("Settled"), states("Refused"), states("Unmanaged")),
+        (shapes.len(), 1, rows.len() - shapes.len() - 1),
+        "balloon status: {out}"
+    );
+    // The controller's gauges follow its next pass.
+    let port = world.component("nodescope-balloon").metrics_port;
+    let mut metrics = String::new();
+    for _ in 0..30 {
+        metrics = scrape(port).await;
+        let refused = r#"nodescope_balloon_node_state{node="node-0007",state="Refused"}"#;
+        if value(&metrics, refused) == Some(1.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    for shape in &shapes {
+        let (cpu, memory) = usable(shape.cpu, shape.memory);
+        let row = rows
+            .iter()
+            .find(|r| r["node"] == shape.name.as_str())
+            .unwrap_or_else(|| panic!("{}: no row", shape.name));
+        assert_eq!(row["state"], "Settled", "{row}");
+        assert_eq!(
+            milli(row["usable"]["cpu"].as_str().unwrap_or("0")),
+            cpu,
+            "{row}"
+        );
+        assert_eq!(
+            bytes(row["usable"]["memory"].as_str().unwrap_or("0")),
+            memory,
+            "{row}"
+        );
+        assert_eq!(
+            milli(row["balloon"]["cpu"].as_str().unwrap_or("0")),
+            shape.cpu - cpu,
+            "{row}"
+        );
+        let series = format!(
+            "nodescope_balloon_usable{{node=\"{}\",resource=\"cpu\"}}",
+            shape.name
+        );
+        assert_eq!(
+            value(&metrics, &series),
+            Some(cpu as f64 / 1000.0),
+            "{series}"
+        );
+    }
+    let row = rows
+        .iter()
+        .find(|r| r["node"] == refused.name.as_str())
+        .unwrap_or_else(|| panic!("no row for {}", refused.name));
+    assert_eq!(row["state"], "Refused", "{row}");
+    assert_eq!(row["balloon"]["cpu"], "500m", "{row}");
+    let state = format!(
+        "nodescope_balloon_node_state{{node=\"{}\",state=\"Refused\"}}",
+        refused.name
+    );
+    assert_eq!(value(&metrics, &state), Some(1.0), "{state}");
+
+    // Every balloon resize came from `set`, one each; nothing evicted.
+    let after = world.ledger.book();
+    let resized = |b: &crate::ledger::Book| crate::ledger::Book::count(&b.resized, "node-balloon");
+    assert_eq!(
+        resized(&after) - resized(&before),
+        shapes.len(),
+        "balloon resizes"
+    );
+    assert_eq!(
+        after.deleted_pods.len(),
+        before.deleted_pods.len(),
+        "deletions during the balloon step"
+    );
+    let balloons = world.pods("kube-system").await;
+    for shape in &shapes {
+        let balloon = balloons
+            .iter()
+            .find(|p| daemonset_of(p) == "node-balloon" && node_of(p) == shape.name)
+            .unwrap_or_else(|| panic!("no balloon on {}", shape.name));
+        let (cpu, memory) = usable(shape.cpu, shape.memory);
+        assert_eq!(
+            pod_resources(balloon)[2],
+            (shape.cpu - cpu, shape.memory - memory),
+            "{}'s balloon",
+            shape.name
+        );
+    }
+    say(world.began, &format!(
+        "step 5: balloons of {} nodes resized in place to hold a quarter each ({} resizes, 0 evictions); `balloon status` and nodescope_balloon_usable agree; {} refused (usable 100m), its balloon unchanged",
+        shapes.len(),
+        shapes.len(),
+        refused.name
+    ));
+}
