@@ -14,6 +14,7 @@
 
 pub mod nodes;
 pub mod pods;
+mod status;
 pub mod usage;
 
 pub use nodes::{NodeShape, Nodes};

@@ -15,7 +15,8 @@
 //!   is removed when that time comes, as the kubelet does after the grace
 //!   period.
 
-use super::nodes::{now, Nodes};
+use super::nodes::Nodes;
+use super::status;
 use super::{bytes, milli};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -308,7 +309,7 @@ impl Shared {
                 .iter()
                 .all(|(n, _, _)| current(&pod, n).is_some());
         if !started {
-            let status = self.status(
+            let status = status::whole(
                 &pod,
                 &containers,
                 |_, requests, limits| {
@@ -344,7 +345,7 @@ impl Shared {
             if Instant::now() < due {
                 return;
             }
-            let status = self.status(
+            let status = status::whole(
                 &pod,
                 &containers,
                 |_, requests, limits| {
@@ -363,7 +364,7 @@ impl Shared {
             }
         } else if pending_reason(&pod).is_some() {
             // Asked for back what it has: nothing pending any more.
-            let status = self.status(
+            let status = status::whole(
                 &pod,
                 &containers,
                 |_, requests, limits| {
@@ -440,7 +441,7 @@ impl Shared {
             )
         } else {
             // Allocated now, actuated after the delay.
-            let status = self.status(
+            let status = status::whole(
                 pod,
                 containers,
                 |name, requests, limits| (requests.clone(), keep(name, requests, limits).1),
@@ -454,7 +455,7 @@ impl Shared {
         if pending_reason(pod).as_deref() == Some(reason) {
             return;
         }
-        let status = self.status(
+        let status = status::whole(
             pod,
             containers,
             |name, requests, limits| keep(name, requests, limits),
@@ -468,87 +469,6 @@ impl Shared {
             };
             counter.fetch_add(1, Ordering::SeqCst);
         }
-    }
-
-    /// The whole status (a merge patch replaces lists whole): Running and
-    /// Ready, each container's (allocated, resources) from `each`, and at
-    /// most one resize condition.
-    fn status(
-        &self,
-        pod: &Pod,
-        containers: &[(String, Value, Value)],
-        each: impl Fn(&str, &Value, &Value) -> (Value, Value),
-        resize: Option<(&str, &str, &str)>,
-    ) -> Value {
-        let now = now();
-        let old = pod.status.as_ref();
-        let start = old.and_then(|s| s.start_time.as_ref()).map_or_else(
-            || now.clone(),
-            |t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-        );
-        let generation = pod.metadata.generation.unwrap_or(1);
-        let since = |kind: &str| {
-            old.and_then(|s| s.conditions.as_ref())
-                .and_then(|c| c.iter().find(|c| c.type_ == kind && c.status == "True"))
-                .and_then(|c| c.last_transition_time.as_ref())
-                .map_or_else(
-                    || now.clone(),
-                    |t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
-                )
-        };
-        let mut conditions: Vec<Value> = [
-            "PodReadyToStartContainers",
-            "Initialized",
-            "Ready",
-            "ContainersReady",
-            "PodScheduled",
-        ]
-        .iter()
-        .map(|kind| {
-            json!({"type": kind, "status": "True", "lastTransitionTime": since(kind),
-            "observedGeneration": generation})
-        })
-        .collect();
-        if let Some((kind, reason, message)) = resize {
-            let mut c = json!({"type": kind, "status": "True", "lastTransitionTime": since(kind),
-                "observedGeneration": generation});
-            if !reason.is_empty() {
-                c["reason"] = json!(reason);
-                c["message"] = json!(message);
-            }
-            conditions.push(c);
-        }
-        let statuses: Vec<Value> = containers
-            .iter()
-            .map(|(name, requests, limits)| {
-                let started = old
-                    .and_then(|s| s.container_statuses.as_ref())
-                    .and_then(|c| c.iter().find(|c| &c.name == name))
-                    .and_then(|c| c.state.as_ref()?.running.as_ref()?.started_at.as_ref())
-                    .map_or_else(|| now.clone(), |t| t.0.strftime("%Y-%m-%dT%H:%M:%SZ").to_string());
-                let (allocated, resources) = each(name, requests, limits);
-                let image = pod
-                    .spec
-                    .iter()
-                    .flat_map(|s| &s.containers)
-                    .find(|c| &c.name == name)
-                    .and_then(|c| c.image.clone())
-                    .unwrap_or_default();
-                json!({"name": name, "image": image, "imageID": format!("{image}@sha256:0"),
-                    "containerID": format!("containerd://{}-{name}", pod.metadata.uid.as_deref().unwrap_or_default()),
-                    "ready": true, "started": true, "restartCount": 0,
-                    "state": {"running": {"startedAt": started}},
-                    "allocatedResources": allocated, "resources": resources})
-            })
-            .collect();
-        let ip = format!(
-            "10.244.{}.{}",
-            pod_hash(pod) % 250,
-            pod_hash(pod) / 250 % 250 + 1
-        );
-        json!({"status": {"phase": "Running", "conditions": conditions, "containerStatuses": statuses,
-            "startTime": start, "podIP": ip, "podIPs": [{"ip": ip}],
-            "hostIP": "10.1.0.1", "observedGeneration": generation}})
     }
 
     async fn write(&self, api: &Api<Pod>, key: &Key, status: Value) -> bool {
@@ -572,13 +492,4 @@ impl Shared {
             }
         }
     }
-}
-
-fn pod_hash(pod: &Pod) -> usize {
-    pod.metadata
-        .name
-        .as_deref()
-        .unwrap_or_default()
-        .bytes()
-        .fold(7usize, |h, b| h.wrapping_mul(31).wrapping_add(b as usize))
 }
