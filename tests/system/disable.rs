@@ -67,7 +67,7 @@ pub async fn run(world: &mut World) {
             "{name} lost its VPA-wide recommendation"
         );
     }
-    let joined = world.n + 1;
+    let joined = world.n.next_multiple_of(3) + 1;
     let shape = world
         .nodes
         .register(&world.admin, joined, joined + 1)
