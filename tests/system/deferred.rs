@@ -115,14 +115,7 @@ pub async fn replaced(world: &mut World) {
     let book = world.ledger.book();
     let evicted: Vec<&String> = book.deleted_pods.iter().collect();
     assert_eq!(evicted.len(), 2, "evictions: {evicted:?}");
-    for pod in &pods {
-        assert_eq!(
-            book.resized_pods.get(&name(pod)),
-            None,
-            "{} resized after creation",
-            name(pod)
-        );
-    }
+    crate::steps::untouched(&book, &pods);
     assert!(
         world.pods(BATCH).await.is_empty(),
         "the batch pod was not preempted"

@@ -74,29 +74,7 @@ pub async fn run(world: &mut World) {
         .await
         .remove(0);
     let node = shape.name.clone();
-    let probe = node.clone();
-    let pods = until(
-        world,
-        &format!("{node}'s pods Running"),
-        Duration::from_secs(120),
-        move |w| {
-            let node = probe.clone();
-            Box::pin(async move {
-                let pods: Vec<_> = w
-                    .pods(NS)
-                    .await
-                    .into_iter()
-                    .filter(|p| crate::steps::node_of(p) == node && crate::steps::running(p))
-                    .collect();
-                if pods.len() == 3 {
-                    Ok(pods)
-                } else {
-                    Err(format!("{} of 3", pods.len()))
-                }
-            })
-        },
-    )
-    .await;
+    let pods = crate::steps::node_pods(world, &node, false).await;
     let template = (
         crate::kubelet::milli(workloads::TEMPLATE.0),
         crate::kubelet::bytes(workloads::TEMPLATE.1),

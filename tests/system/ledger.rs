@@ -56,15 +56,6 @@ impl Drop for Ledger {
     }
 }
 
-fn daemonset(pod: &Pod) -> Option<String> {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.kind == "DaemonSet")
-        .map(|o| o.name.clone())
-}
-
 fn seen(pod: &Pod, daemonset: String) -> Seen {
     let spec = pod.spec.as_ref();
     let resources: Vec<String> = spec
@@ -171,7 +162,10 @@ fn lock(book: &Mutex<Book>) -> std::sync::MutexGuard<'_, Book> {
 
 impl Book {
     fn apply(&mut self, pod: &Pod) {
-        let Some(ds) = daemonset(pod) else { return };
+        let ds = crate::workloads::daemonset_of(pod);
+        if ds.is_empty() {
+            return;
+        }
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let name = pod.metadata.name.clone().unwrap_or_default();
         let now = seen(pod, ds.clone());

@@ -253,3 +253,56 @@ pub async fn converge(world: &mut World) {
     ));
     world.ledger.measure(false);
 }
+
+/// Waits for `node`'s three workload pods (and, with `balloon`, its
+/// balloon) to be Running, and returns the workload pods.
+pub async fn node_pods(world: &mut World, node: &str, balloon: bool) -> Vec<Pod> {
+    let probe = node.to_owned();
+    until(
+        world,
+        &format!("{node}'s pods Running"),
+        Duration::from_secs(120),
+        move |w| {
+            let node = probe.clone();
+            Box::pin(async move {
+                let pods: Vec<_> = w
+                    .pods(NS)
+                    .await
+                    .into_iter()
+                    .filter(|p| node_of(p) == node && running(p))
+                    .collect();
+                let balloons = w
+                    .pods("kube-system")
+                    .await
+                    .into_iter()
+                    .any(|p| node_of(&p) == node && running(&p));
+                if pods.len() == 3 && (balloons || !balloon) {
+                    Ok(pods)
+                } else {
+                    Err(format!(
+                        "{} of 3 workload pods, balloon {balloons}",
+                        pods.len()
+                    ))
+                }
+            })
+        },
+    )
+    .await
+}
+
+/// No pod of `pods` was resized or deleted since it was created.
+pub fn untouched(book: &Book, pods: &[Pod]) {
+    for pod in pods {
+        assert_eq!(
+            book.resized_pods.get(&name(pod)),
+            None,
+            "{} resized after creation",
+            name(pod)
+        );
+        assert!(
+            !book.deleted_pods.contains(&name(pod)),
+            "{} deleted",
+            name(pod)
+        );
+    }
+}

@@ -187,6 +187,14 @@ fn same(a: &Value, b: &Value) -> bool {
     parse(a) == parse(b)
 }
 
+/// A container's status as its spec asks: allocated and running with it.
+fn as_spec(_: &str, requests: &Value, limits: &Value) -> (Value, Value) {
+    (
+        requests.clone(),
+        json!({"requests": requests, "limits": limits}),
+    )
+}
+
 /// The status a container has now: (allocated requests, resources).
 fn current(pod: &Pod, name: &str) -> Option<(Value, Value)> {
     let status = pod.status.as_ref()?;
@@ -309,17 +317,7 @@ impl Shared {
                 .iter()
                 .all(|(n, _, _)| current(&pod, n).is_some());
         if !started {
-            let status = status::whole(
-                &pod,
-                &containers,
-                |_, requests, limits| {
-                    (
-                        requests.clone(),
-                        json!({"requests": requests, "limits": limits}),
-                    )
-                },
-                None,
-            );
+            let status = status::whole(&pod, &containers, as_spec, None);
             if self.write(&api, key, status).await {
                 self.counts.started.fetch_add(1, Ordering::SeqCst);
             }
@@ -345,17 +343,7 @@ impl Shared {
             if Instant::now() < due {
                 return;
             }
-            let status = status::whole(
-                &pod,
-                &containers,
-                |_, requests, limits| {
-                    (
-                        requests.clone(),
-                        json!({"requests": requests, "limits": limits}),
-                    )
-                },
-                None,
-            );
+            let status = status::whole(&pod, &containers, as_spec, None);
             if self.write(&api, key, status).await {
                 lock(&self.actuating).remove(key);
                 self.counts.resized.fetch_add(1, Ordering::SeqCst);
@@ -364,17 +352,7 @@ impl Shared {
             }
         } else if pending_reason(&pod).is_some() {
             // Asked for back what it has: nothing pending any more.
-            let status = status::whole(
-                &pod,
-                &containers,
-                |_, requests, limits| {
-                    (
-                        requests.clone(),
-                        json!({"requests": requests, "limits": limits}),
-                    )
-                },
-                None,
-            );
+            let status = status::whole(&pod, &containers, as_spec, None);
             self.write(&api, key, status).await;
         }
     }
