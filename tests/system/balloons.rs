@@ -36,13 +36,7 @@ pub async fn run(world: &mut World) {
     let before = world.ledger.book();
     // Step 4's two pods may be evicted meanwhile (at N = 1,000 this step
     // outlasts its five minutes); nothing else may be.
-    let deferred: Vec<String> = world
-        .pods(crate::workloads::NS)
-        .await
-        .iter()
-        .filter(|p| node_of(p) == crate::deferred::NODE && daemonset_of(p) != "logger")
-        .map(crate::steps::name)
-        .collect();
+    let deferred = world.deferred.clone();
     // All at once, as an operator's loop over the nodes would; each
     // `--wait` still answers for its own node.
     let children: Vec<_> = shapes

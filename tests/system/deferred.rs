@@ -28,6 +28,13 @@ pub async fn fill(world: &mut World) {
         .sum();
     let shape = world.nodes.get(NODE).unwrap_or_else(|| panic!("no {NODE}"));
     let cpu = shape.cpu - held - 5;
+    world.deferred = world
+        .pods(NS)
+        .await
+        .iter()
+        .filter(|p| node_of(p) == NODE && daemonset_of(p) != "logger")
+        .map(name)
+        .collect();
     cluster::apply(
         &world.admin,
         &json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
@@ -67,8 +74,12 @@ pub async fn fill(world: &mut World) {
     );
 }
 
-/// Waits for the two deferred pods to be evicted and replaced at their
-/// group, and checks that nothing else was.
+/// Waits until both deferred pods are at their group again, on
+/// [`NODE`]: the first whose five minutes pass is evicted and recreated at
+/// its group (the scheduler preempting the batch pod for it); the other is
+/// evicted too if its five minutes passed in the same pass, else the
+/// kubelet, retrying it once the batch pod is gone, actuates it in place.
+/// Nothing else is evicted.
 pub async fn replaced(world: &mut World) {
     let began = std::time::Instant::now();
     let deferred = world
@@ -80,9 +91,11 @@ pub async fn replaced(world: &mut World) {
         deferred, 2,
         "Deferred answers of the kubelet (agent and exporter on {NODE})"
     );
+    let originals = world.deferred.clone();
+    assert_eq!(originals.len(), 2, "{originals:?}");
     let pods = until(
         world,
-        "the deferred pods replaced",
+        "the deferred pods at their group",
         Duration::from_secs(420 + world.n as u64 / 4),
         |w| {
             Box::pin(async move {
@@ -99,11 +112,11 @@ pub async fn replaced(world: &mut World) {
                 let at_group = pods.iter().all(|p| {
                     pod_resources(p) == [targets.expected(&daemonset_of(p), &labels(&shape)); 3]
                 });
-                if pods.len() == 2 && at_group && book.deleted_pods.len() >= 2 {
+                if pods.len() == 2 && at_group && !book.deleted_pods.is_empty() {
                     Ok(pods)
                 } else {
                     Err(format!(
-                        "{} replacements, deleted {:?}",
+                        "{} pods, deleted {:?}",
                         pods.len(),
                         book.deleted_pods
                     ))
@@ -113,17 +126,34 @@ pub async fn replaced(world: &mut World) {
     )
     .await;
     let book = world.ledger.book();
-    let evicted: Vec<&String> = book.deleted_pods.iter().collect();
-    assert_eq!(evicted.len(), 2, "evictions: {evicted:?}");
-    crate::steps::untouched(&book, &pods);
+    let evicted = &book.deleted_pods;
+    assert!(
+        !evicted.is_empty() && evicted.len() <= 2 && evicted.iter().all(|p| originals.contains(p)),
+        "evictions {evicted:?}, deferred {originals:?}"
+    );
+    let (kept, replacements): (Vec<_>, Vec<_>) =
+        pods.into_iter().partition(|p| originals.contains(&name(p)));
+    crate::steps::untouched(&book, &replacements);
+    for pod in &kept {
+        assert_eq!(
+            book.resized_pods.get(&name(pod)),
+            Some(&1),
+            "{}: one resize",
+            name(pod)
+        );
+    }
     assert!(
         world.pods(BATCH).await.is_empty(),
         "the batch pod was not preempted"
     );
+    let words = |pods: &[k8s_openapi::api::core::v1::Pod]| {
+        pods.iter().map(name).collect::<Vec<_>>().join(", ")
+    };
     say(world.began, &format!(
-        "step 4: {NODE}'s agent and exporter Deferred by the kubelet, evicted after upstream's 5 minutes ({} and {}, waited {:.0} s here), recreated at their group with no resize after, the batch pod preempted",
-        evicted[0],
-        evicted[1],
+        "step 4: {NODE}'s agent and exporter Deferred by the kubelet; after upstream's 5 minutes {} evicted ({evicted:?}), recreated at their group with no resize after ({}), the batch pod preempted; {} then resized in place ({:.0} s waited here)",
+        evicted.len(),
+        words(&replacements),
+        if kept.is_empty() { "none".to_owned() } else { words(&kept) },
         began.elapsed().as_secs_f64()
     ));
 }

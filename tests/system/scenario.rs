@@ -39,6 +39,8 @@ pub struct World {
     pub began: Instant,
     pub n: usize,
     pub report: Report,
+    /// Step 4's two pods, whose resizes the kubelet defers.
+    pub deferred: Vec<String>,
     _front: Front,
     _heartbeat: tokio::task::JoinHandle<()>,
 }
@@ -302,6 +304,7 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         began,
         n,
         report: Report::default(),
+        deferred: Vec::new(),
         _front: front,
         _heartbeat: heartbeat,
     };
