@@ -393,15 +393,17 @@ fn restore_originals(
     originals: &Current,
     current: Option<&ResourceTexts<'_>>,
 ) {
-    let mut text = String::new();
     for (resource, q) in originals {
         if sized.get(resource).is_some() {
             continue;
         }
-        text.clear();
-        q.write_canonical(&mut text);
-        let now = current.and_then(|m| m.get(resource)).map(|t| &*t.0);
-        if now != Some(text.as_str()) {
+        // By value: the pod may spell the same quantity otherwise
+        // (`8656801000` is `8656801k` canonically), and a text compare
+        // would patch it to itself on every pass.
+        let now = current
+            .and_then(|m| m.get(resource))
+            .and_then(|t| crate::quantity::Quantity::parse(&t.0).ok());
+        if now.as_ref() != Some(q) {
             sized.insert(resource_name(resource), q.clone());
         }
     }

@@ -187,3 +187,25 @@ proptest! {
         }
     }
 }
+
+/// proptest's minimal case (2026-11-27): a limit the pod spells
+/// non-canonically (`8656801000`, canonically `8656801k`) under
+/// RequestsOnly was restored as `8656801k` on the second pass.
+#[test]
+fn a_limit_spelled_otherwise_is_not_patched_to_itself_on_the_second_pass() {
+    let p = json!({"metadata": {}, "spec": {"containers": [{"name": "c1",
+        "resources": {"requests": {}, "limits": {"memory": "8656801000"}}}]}});
+    let pol = ContainerPolicy {
+        controlled_values: ControlledValues::RequestsOnly,
+        ..ContainerPolicy::new("c1")
+    };
+    let v = vpa(
+        vec![rec("c1", &[("cpu", "1m"), ("memory", "1")])],
+        vec![pol],
+    );
+    let patched = assert_idempotent(&p, &v, &[]);
+    assert_eq!(
+        patched["spec"]["containers"][0]["resources"]["limits"],
+        json!({"memory": "8656801000"})
+    );
+}
