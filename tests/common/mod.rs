@@ -21,6 +21,15 @@ use tokio_rustls::TlsConnector;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_nodescope");
 
+/// What a caught panic said: its `String` or `&str` payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_default()
+}
+
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/admission-reviews")
 }

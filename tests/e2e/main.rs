@@ -150,11 +150,7 @@ fn main() -> ExitCode {
                 passed += 1;
             }
             Err(panic) => {
-                let message = panic
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                    .unwrap_or_default();
+                let message = common::panic_message(panic.as_ref());
                 println!("e2e: {name} FAILED: {message}");
                 failed += 1;
             }

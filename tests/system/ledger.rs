@@ -17,7 +17,6 @@ use std::sync::{Arc, Mutex};
 #[derive(Clone, Debug, PartialEq)]
 struct Seen {
     daemonset: String,
-    node: String,
     resources: String,
     disrupted: bool,
     deleting: bool,
@@ -83,7 +82,6 @@ fn seen(pod: &Pod, daemonset: String) -> Seen {
     let deleting = pod.metadata.deletion_timestamp.is_some();
     Seen {
         daemonset,
-        node: spec.and_then(|s| s.node_name.clone()).unwrap_or_default(),
         resources: resources.join(","),
         disrupted: deleting
             || !condition("Ready")

@@ -136,11 +136,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(panic) => {
-            let message = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_default();
+            let message = common::panic_message(panic.as_ref());
             println!("system: FAILED: {message}");
             ExitCode::FAILURE
         }
