@@ -16,7 +16,8 @@ pub async fn run(world: &mut World, index: usize) -> String {
         .remove(0);
     let node = shape.name.clone();
     let created = std::time::Instant::now();
-    let pods = node_pods(world, &node, true).await;
+    // Its workload pods only: the step is about their sizing at creation.
+    let pods = node_pods(world, &node, false).await;
     let targets = Targets::read(&world.admin).await;
     for pod in &pods {
         let want = targets.expected(&daemonset_of(pod), &labels(&shape));
