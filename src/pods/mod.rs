@@ -1,5 +1,5 @@
 //! Running pods, as the controllers that act on them read them, and the
-//! in-place resize they share (the updater brings DaemonSet pods to their
+//! in-place resize and the eviction they share (the updater brings DaemonSet pods to their
 //! group; the balloon controller resizes balloons).
 //!
 //! A controller holds every pod of the cluster it acts on, so a pod is kept
@@ -8,6 +8,7 @@
 //! arithmetic gets the view it reads without a parse
 //! ([`RunningPod::view`]).
 
+pub mod evict;
 mod read;
 pub mod resize;
 mod running;

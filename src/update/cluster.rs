@@ -9,7 +9,7 @@ use super::plan::{plan_pass, requested, Memory};
 use super::workloads::{DaemonSetInfo, Workloads};
 use super::{Action, PodPlan, UpdateConfig};
 use crate::leader::{self, LeaseConfig};
-use crate::pods::{resize, ResizeError, RunningPod};
+use crate::pods::{evict, resize, ResizeError, RunningPod};
 use crate::store::Snapshot;
 use arc_swap::ArcSwap;
 use futures::StreamExt;
@@ -17,7 +17,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, EvictParams};
+use kube::api::Api;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::runtime::WatchStreamExt;
@@ -275,7 +275,10 @@ async fn act(
                 return;
             }
             let api: Api<Pod> = Api::namespaced(client.clone(), &plan.namespace);
-            match api.evict(&plan.pod, &EvictParams::default()).await {
+            match api
+                .evict(&plan.pod, &evict::params(&plan.uid, &plan.resource_version))
+                .await
+            {
                 Ok(_) => {
                     metrics.evicted();
                     tracing::info!(pod = %key, reason = %plan.reason, "evicted");

@@ -287,7 +287,23 @@ impl Group<'_> {
                 oom_threshold_of_vpa: self.oom_threshold_of_vpa(),
                 threshold: self.config.priority.min_change_priority,
             };
-            let decision = if in_place {
+            // A pod that runs but is not Ready is disrupted already (it is
+            // not counted as running above), so changing it adds nothing to
+            // what the tolerance bounds and takes nothing from it. Without
+            // this, a DaemonSet whose pods all OOM could never be given the
+            // memory that makes them Ready again (PR #10141's case).
+            let unready = pod.phase == PodPhase::Running
+                && !pod.ready
+                && !pod.terminating
+                && !pod.resize.is_updating()
+                && !pod.awaiting_actuation;
+            let decision = if unready && (in_place || !stats.below_min_replicas) {
+                if in_place {
+                    InPlaceDecision::Approved
+                } else {
+                    InPlaceDecision::Evict
+                }
+            } else if in_place {
                 if pod.phase == PodPhase::Pending {
                     InPlaceDecision::Deferred
                 } else {
@@ -318,14 +334,14 @@ impl Group<'_> {
                             _ => "resize asked for; waiting for the kubelet to actuate it".into(),
                         };
                     } else {
-                        stats.in_place_initiated += 1;
+                        stats.in_place_initiated += usize::from(!unready);
                         plan.ops = ops;
                         plan.action = Action::Resize;
                         plan.reason = why.to_string().into();
                     }
                 }
                 InPlaceDecision::Evict if webhook_fresh => {
-                    stats.evicted += 1;
+                    stats.evicted += usize::from(!unready);
                     plan.action = Action::Evict;
                     plan.reason = match &pod.resize {
                         crate::pods::ResizeStatus::None => why.to_string().into(),

@@ -390,3 +390,60 @@ fn an_evict_after_oom_seconds_below_one_is_refused_naming_the_field() {
         "{errors}"
     );
 }
+
+#[test]
+fn pods_that_are_not_ready_are_changed_without_taking_from_the_tolerance() {
+    // Four pods of one DaemonSet, one of which may be disrupted at once.
+    // Those not Ready (OOM-killed, say) are disrupted already: resizing or
+    // evicting them disrupts nothing more, so all of them go in one pass,
+    // and the Ready ones still wait for the tolerance.
+    let unready = json!({"type": "Ready", "status": "False", "reason": "ContainersNotReady"});
+    let objects = |mode: &str, ready: usize| {
+        let mut objects = vec![vpa(
+            mode,
+            json!([group("n1"), group("n2"), group("n3"), group("n4")]),
+        )];
+        for (i, name) in ["a", "b", "c", "d"].into_iter().enumerate() {
+            let mut p = pod(name, &format!("n{}", i + 1), json!({}));
+            if i >= ready {
+                p["status"]["conditions"] = json!([unready]);
+            }
+            objects.push(p);
+        }
+        objects
+    };
+    let quarter = UpdateConfig {
+        min_replicas: 1,
+        eviction_tolerance: 0.25,
+        ..UpdateConfig::default()
+    };
+    let actions = |mode: &str, ready: usize| -> Vec<Action> {
+        pass_with(objects(mode, ready), &quarter)
+            .into_iter()
+            .map(|p| p.1)
+            .collect()
+    };
+    assert_eq!(actions("InPlaceOrRecreate", 0), vec![Action::Resize; 4]);
+    assert_eq!(actions("Recreate", 0), vec![Action::Evict; 4]);
+    // Two Ready, two not: the two not Ready go; of the Ready, none, since
+    // two are disrupted already and one of four may be.
+    assert_eq!(
+        actions("InPlaceOrRecreate", 2),
+        vec![
+            Action::Deferred,
+            Action::Deferred,
+            Action::Resize,
+            Action::Resize
+        ]
+    );
+    // All Ready: one at a time, as before.
+    assert_eq!(
+        actions("InPlaceOrRecreate", 4),
+        vec![
+            Action::Resize,
+            Action::Deferred,
+            Action::Deferred,
+            Action::Deferred
+        ]
+    );
+}

@@ -12,15 +12,54 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A running component.
+/// A component: one replica of a Deployment.
 pub struct Component {
     pub name: String,
+    /// The Deployment it is a replica of, and its namespace.
+    pub deployment: String,
+    pub namespace: String,
     pub process: Process,
-    /// Its plain-HTTP `/metrics` port.
+    /// Its plain-HTTP `/metrics` port (kept across restarts).
     pub metrics_port: u16,
+    /// False once a fault stopped it, until it is started again.
+    pub running: bool,
+    /// How it was started, to start it again as its Deployment would.
+    command: Vec<String>,
+    kubeconfig: PathBuf,
+    starts: usize,
 }
 
 impl Component {
+    /// Stops it: SIGKILL (`kill`), or SIGTERM with 10 s to exit.
+    pub fn stop(&mut self, kill: bool) {
+        if kill {
+            let _ = self.process.child.kill();
+            let _ = self.process.child.wait();
+        } else {
+            self.process.stop(std::time::Duration::from_secs(10));
+        }
+        self.running = false;
+    }
+
+    /// Starts it again with the same arguments, ports and identity, as a
+    /// Deployment's replacement pod (here with the same name), its log in a
+    /// new file.
+    pub fn restart(&mut self) {
+        self.starts += 1;
+        let log = self
+            .process
+            .log
+            .with_file_name(format!("{}.{}.log", self.name, self.starts));
+        self.process = spawn(
+            &self.command,
+            &self.kubeconfig,
+            &self.name,
+            &self.namespace,
+            log,
+        );
+        self.running = true;
+    }
+
     pub fn pid(&self) -> u32 {
         self.process.child.id()
     }
@@ -105,22 +144,32 @@ pub fn start(
     overrides.push((launch.metrics_flag, format!("127.0.0.1:{metrics_port}")));
     overrides.push(("--log-format", "text".to_owned()));
     let args = arguments(deployment, &overrides);
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
-    command
-        .args(&args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("KUBECONFIG", &config)
-        .env("POD_NAME", instance)
-        .env("POD_NAMESPACE", &namespace)
-        .env("RUST_LOG", "info");
     let log = cluster.plane.dir.join(format!("{instance}.log"));
-    let process = Process::spawn("nodescope", command, log).unwrap_or_else(|e| panic!("{e}"));
+    let process = spawn(&args, &config, instance, &namespace, log);
     Component {
         name: instance.to_owned(),
+        deployment: launch.deployment.to_owned(),
+        namespace,
         process,
         metrics_port,
+        running: true,
+        command: args,
+        kubeconfig: config,
+        starts: 1,
     }
+}
+
+fn spawn(args: &[String], config: &Path, instance: &str, namespace: &str, log: PathBuf) -> Process {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("KUBECONFIG", config)
+        .env("POD_NAME", instance)
+        .env("POD_NAMESPACE", namespace)
+        .env("RUST_LOG", "info");
+    Process::spawn("nodescope", command, log).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The webhook's serving certificate, made by `nodescope certs` (SANs

@@ -18,6 +18,7 @@ pub const COMPONENTS: &[&str] = &[
     "updater",
     "balloon",
     "native-policies",
+    "monitoring",
 ];
 
 /// Everything the install renders, as objects.
@@ -32,6 +33,15 @@ impl Rendered {
             .find(|o| o["kind"] == "Deployment" && o["metadata"]["name"] == name)
             .unwrap_or_else(|| panic!("the manifests render no Deployment {name}"))
     }
+}
+
+/// The Prometheus Operator's kinds (PodMonitor, PrometheusRule): read by
+/// the suite's own Prometheus (prometheus.rs), not applied, as there is no
+/// Operator to take them.
+pub fn for_prometheus(object: &Value) -> bool {
+    object["apiVersion"]
+        .as_str()
+        .is_some_and(|v| v.starts_with("monitoring.coreos.com/"))
 }
 
 /// `kubectl kustomize` of the base and the components.
@@ -81,7 +91,7 @@ pub async fn apply(
     let (crds, rest): (Vec<&Value>, Vec<&Value>) = rendered
         .objects
         .iter()
-        .filter(|o| o["kind"] != "Deployment" && keep(o))
+        .filter(|o| o["kind"] != "Deployment" && !for_prometheus(o) && keep(o))
         .partition(|o| o["kind"] == "CustomResourceDefinition");
     for crd in &crds {
         cluster::apply(&client, crd).await;

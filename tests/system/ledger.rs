@@ -28,6 +28,9 @@ pub struct Book {
     pods: HashMap<String, Seen>,
     now_disrupted: BTreeMap<String, usize>,
     pub created: BTreeMap<String, usize>,
+    /// Each pod's first container's requests (cpu millicores, memory
+    /// bytes) as it was created, by name.
+    pub created_with: BTreeMap<String, (i64, i64)>,
     pub resized: BTreeMap<String, usize>,
     /// Resizes per pod name.
     pub resized_pods: BTreeMap<String, usize>,
@@ -122,7 +125,10 @@ impl Ledger {
                             }
                         }
                     }
-                    Ok(watcher::Event::Init) | Err(_) => {}
+                    Ok(watcher::Event::Init) => {}
+                    // The apiserver is away (fault 5): the watcher lists
+                    // again on the next poll.
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(200)).await,
                 }
             }
         });
@@ -146,6 +152,7 @@ impl Ledger {
     pub fn reset(&self) {
         let mut book = lock(&self.book);
         book.created.clear();
+        book.created_with.clear();
         book.resized.clear();
         book.resized_pods.clear();
         book.deleted.clear();
@@ -169,7 +176,11 @@ impl Book {
         let now = seen(pod, ds.clone());
         let before = self.pods.insert(uid, now.clone());
         match &before {
-            None => *self.created.entry(ds.clone()).or_default() += 1,
+            None => {
+                *self.created.entry(ds.clone()).or_default() += 1;
+                let requests = crate::workloads::pod_resources(pod)[0];
+                self.created_with.insert(name.clone(), requests);
+            }
             Some(old) => {
                 if old.resources != now.resources && !now.deleting {
                     *self.resized.entry(ds.clone()).or_default() += 1;

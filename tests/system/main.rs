@@ -2,7 +2,9 @@
 //! behaves like one. A real etcd, kube-apiserver, kube-controller-manager
 //! and kube-scheduler; a simulated kubelet (this suite's code) for N Nodes;
 //! every nodescope component as a process with a token of its own
-//! ServiceAccount. docs/system.md says what each step shows.
+//! ServiceAccount; a real Prometheus scraping them through the shipped
+//! PodMonitors for the fault steps. docs/system.md says what each step
+//! shows.
 //!
 //! `cargo test --test system` (also part of `cargo test`). The binaries come
 //! from the directory the e2e suite uses (`KUBEBUILDER_ASSETS`, else
@@ -17,12 +19,14 @@ mod common;
 mod components;
 mod deferred;
 mod disable;
+mod faults;
 mod front;
 mod install;
 mod join;
 mod kubelet;
 mod ledger;
 mod plane;
+mod prometheus;
 mod report;
 mod scenario;
 mod steps;

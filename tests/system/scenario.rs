@@ -2,8 +2,9 @@
 //! the real controller and bound by the real scheduler, the recommender's
 //! groups, the updater's resizes within the tolerance, a Deferred resize
 //! that ends in an eviction, a node joining, balloons set on a tenth of the
-//! nodes, and `vpa-node-scope` turned off. The Deferred resize waits
-//! upstream's five minutes, so the join and balloon steps run meanwhile.
+//! nodes, six faults watched by a real Prometheus (faults/), and
+//! `vpa-node-scope` turned off. The Deferred resize waits upstream's five
+//! minutes, so the join and balloon steps run meanwhile.
 
 use crate::components::{self, Component, Launch};
 use crate::front::Front;
@@ -11,10 +12,11 @@ use crate::install;
 use crate::kubelet::{Kubelet, Nodes};
 use crate::ledger::Ledger;
 use crate::plane::Cluster;
+use crate::prometheus::Prometheus;
 use crate::report::Report;
 use crate::support::{cluster, free_port};
 use crate::workloads::{self, NS};
-use crate::{balloons, deferred, disable, join, steps, SystemAssets};
+use crate::{balloons, deferred, disable, faults, join, steps, SystemAssets};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use kube::Client;
@@ -24,6 +26,9 @@ use std::time::{Duration, Instant};
 /// `--eviction-tolerance` for the updater (shipped: upstream's 0.5), so
 /// that each DaemonSet takes five passes and the limit binds many times.
 pub const TOLERANCE: f64 = 0.2;
+/// The webhook's `--status-lease-update-interval` (shipped: 10s), kept
+/// under a fifth of the updater's Lease timeout as shipped.
+pub const STATUS_LEASE_RENEWAL: &str = "2s";
 /// How long the simulated kubelet takes to actuate a resize.
 pub const ACTUATION: Duration = Duration::from_millis(1000);
 
@@ -41,6 +46,10 @@ pub struct World {
     pub report: Report,
     /// Step 4's two pods, whose resizes the kubelet defers.
     pub deferred: Vec<String>,
+    /// Watches every component through the shipped PodMonitors.
+    pub prometheus: Prometheus,
+    /// The last recorded usage's time (seconds since the epoch).
+    pub recorded_until: i64,
     _front: Front,
     _heartbeat: tokio::task::JoinHandle<()>,
 }
@@ -53,6 +62,18 @@ impl World {
             .unwrap_or_else(|| panic!("no component {name}"))
     }
 
+    pub fn component_mut(&mut self, name: &str) -> &mut Component {
+        self.components
+            .iter_mut()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no component {name}"))
+    }
+
+    /// Prometheus scrapes the components running now.
+    pub fn follow(&self) {
+        self.prometheus.follow(&self.components);
+    }
+
     pub async fn pods(&self, namespace: &str) -> Vec<Pod> {
         let api: Api<Pod> = Api::namespaced(self.admin.clone(), namespace);
         api.list(&ListParams::default())
@@ -63,10 +84,16 @@ impl World {
 
     /// Every component still runs.
     pub fn alive(&mut self) {
-        for c in &mut self.components {
+        for c in self.components.iter_mut().filter(|c| c.running) {
             if let Some(status) = c.process.exited() {
                 panic!("{} exited ({status}):\n{}", c.name, c.process.log_tail());
             }
+        }
+        if let Some(status) = self.prometheus.exited() {
+            panic!(
+                "prometheus exited ({status}):\n{}",
+                self.prometheus.log_tail()
+            );
         }
     }
 
@@ -180,6 +207,7 @@ fn policies(cluster: &Cluster, rendered: &install::Rendered) -> std::path::PathB
 
 pub async fn run(assets: &SystemAssets, n: usize) {
     let began = Instant::now();
+    let prometheus_binary = crate::prometheus::binary().unwrap_or_else(|e| panic!("{e}"));
     let cluster = Cluster::start(assets).await;
     say(
         began,
@@ -230,32 +258,43 @@ pub async fn run(assets: &SystemAssets, n: usize) {
                     ("--tls-cert", certs.join("tls.crt").display().to_string()),
                     ("--tls-key", certs.join("tls.key").display().to_string()),
                     ("--policies", policies.display().to_string()),
+                    (
+                        "--status-lease-update-interval",
+                        STATUS_LEASE_RENEWAL.to_owned(),
+                    ),
                 ],
                 metrics_flag: "--metrics-listen",
             },
             &format!("nodescope-webhook-{}", ["a", "b"][i]),
         ));
     }
-    started.push(components::start(
-        &cluster,
-        &rendered,
-        Launch {
-            deployment: "nodescope-updater",
-            overrides: vec![
-                ("--updater-interval", "2s".to_owned()),
-                ("--eviction-tolerance", TOLERANCE.to_string()),
-                // Groups carry targets only (PR #10012), so a pod inside no
-                // range waits this long; a cluster's pods are days old, these
-                // are seconds old.
-                (
-                    "--in-recommendation-bounds-eviction-lifetime-threshold",
-                    "0s".to_owned(),
-                ),
-            ],
-            metrics_flag: "--address",
-        },
-        "nodescope-updater",
-    ));
+    // Two replicas, as shipped: fault 2 kills the leader.
+    for instance in faults::leader::REPLICAS {
+        started.push(components::start(
+            &cluster,
+            &rendered,
+            Launch {
+                deployment: "nodescope-updater",
+                overrides: vec![
+                    ("--updater-interval", "2s".to_owned()),
+                    ("--eviction-tolerance", TOLERANCE.to_string()),
+                    // Groups carry targets only (PR #10012), so a pod inside no
+                    // range waits this long; a cluster's pods are days old, these
+                    // are seconds old.
+                    (
+                        "--in-recommendation-bounds-eviction-lifetime-threshold",
+                        "0s".to_owned(),
+                    ),
+                    (
+                        "--admission-controller-status-lease-timeout",
+                        format!("{}s", faults::webhook::LEASE_TIMEOUT.as_secs()),
+                    ),
+                ],
+                metrics_flag: "--address",
+            },
+            instance,
+        ));
+    }
     started.push(components::start(
         &cluster,
         &rendered,
@@ -287,6 +326,18 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         ),
     );
 
+    let prometheus = Prometheus::start(&prometheus_binary, &cluster.plane.dir, &rendered).await;
+    prometheus.follow(&started);
+    say(
+        began,
+        &format!(
+            "prometheus on 127.0.0.1:{}: jobs {} from the shipped PodMonitors, the shipped rules (each `for:` {})",
+            prometheus.port,
+            prometheus.job_names().join(", "),
+            crate::prometheus::FOR
+        ),
+    );
+
     cluster::namespace(&admin, NS).await;
     let ledger = Ledger::start(&admin, &[NS, "kube-system"]).await;
     for ds in workloads::ALL {
@@ -305,6 +356,8 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         n,
         report: Report::default(),
         deferred: Vec::new(),
+        prometheus,
+        recorded_until: 0,
         _front: front,
         _heartbeat: heartbeat,
     };
@@ -317,6 +370,7 @@ pub async fn run(assets: &SystemAssets, n: usize) {
     balloons::run(&mut world).await;
     deferred::replaced(&mut world).await;
     world.report.all_at_group = Some(world.began.elapsed());
+    faults::run(&mut world).await;
     disable::run(&mut world).await;
     world.report.print(&world);
 }

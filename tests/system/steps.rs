@@ -119,6 +119,7 @@ pub async fn converge(world: &mut World) {
         .collect();
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
     usage::record(&dir, &recorded, 4, now);
+    world.recorded_until = now + 180;
     crate::deferred::fill(world).await;
     world.ledger.reset();
     world.ledger.measure(true);
@@ -137,6 +138,7 @@ pub async fn converge(world: &mut World) {
         "nodescope-recommender",
     );
     world.components.push(recommender);
+    world.follow();
     let n = world.n;
     let targets = until(
         world,

@@ -109,6 +109,9 @@ pub struct ControlPlane {
     // Field order is drop order: the apiserver stops before etcd.
     apiserver: Process,
     etcd: Process,
+    /// The apiserver's binary and arguments, to start it again.
+    apiserver_command: (PathBuf, Vec<std::ffi::OsString>),
+    apiserver_starts: usize,
     pub url: String,
     pub kubeconfig: PathBuf,
     pub kubectl: Option<PathBuf>,
@@ -200,6 +203,10 @@ impl ControlPlane {
             // that plugin would reject every pod.
             apiserver.arg("--disable-admission-plugins=ServiceAccount");
         }
+        let apiserver_command = (
+            assets.kube_apiserver.clone(),
+            apiserver.get_args().map(ToOwned::to_owned).collect(),
+        );
         let apiserver = Process::spawn("kube-apiserver", apiserver, root.join("apiserver.log"))?;
 
         let url = format!("https://127.0.0.1:{port}");
@@ -208,6 +215,8 @@ impl ControlPlane {
         let mut plane = ControlPlane {
             apiserver,
             etcd,
+            apiserver_command,
+            apiserver_starts: 1,
             url,
             kubeconfig,
             kubectl: assets.kubectl.clone(),
@@ -219,6 +228,28 @@ impl ControlPlane {
         plane.wait_ready().await?;
         plane.started_in = began.elapsed();
         Ok(plane)
+    }
+
+    /// Stops the apiserver (SIGTERM, as a static pod's restart sends) and
+    /// starts it again on the same port and etcd, with `more` flags (a flag
+    /// given again takes the later value); returns once it is ready, and
+    /// how long it was away.
+    #[allow(dead_code)]
+    pub async fn restart_apiserver(&mut self, more: &[String]) -> Result<Duration, String> {
+        let began = Instant::now();
+        self.apiserver.stop(Duration::from_secs(30));
+        self.apiserver_starts += 1;
+        let (program, args) = &self.apiserver_command;
+        let mut command = Command::new(program);
+        command.args(args).args(more);
+        self.apiserver = Process::spawn(
+            "kube-apiserver",
+            command,
+            self.dir
+                .join(format!("apiserver.{}.log", self.apiserver_starts)),
+        )?;
+        self.wait_ready().await?;
+        Ok(began.elapsed())
     }
 
     async fn wait_ready(&mut self) -> Result<(), String> {

@@ -9,9 +9,11 @@
 //!   1.33+ kubelet writes them (without those the apiserver refuses
 //!   `pods/resize`); a resize is actuated as KEP-1287 says; a pod being
 //!   deleted (an eviction, a preemption) is removed after its grace period.
+//! - `faults`: a node whose resizes are Infeasible, pods OOM-killed.
 //! - `usage`: per-node usage from a declared model, written as the
 //!   PodMetricsList recordings `recommend --metrics file:` replays.
 
+mod faults;
 pub mod nodes;
 pub mod pods;
 mod status;

@@ -42,8 +42,8 @@ pub struct KubeletCounts {
 
 type Key = (String, String);
 
-struct Shared {
-    client: Client,
+pub(super) struct Shared {
+    pub(super) client: Client,
     nodes: Nodes,
     pods: Mutex<HashMap<Key, Pod>>,
     /// Resizes allocated and not yet actuated: when they will be.
@@ -54,11 +54,15 @@ struct Shared {
     queue: mpsc::UnboundedSender<Key>,
     /// Pods whose last write failed.
     retry: Mutex<HashSet<Key>>,
+    /// Faults: nodes whose resizes are answered `Infeasible`, pods that
+    /// were OOM-killed (faults.rs).
+    pub(super) faults: super::faults::Faults,
 }
 
 /// The running kubelet; its tasks stop when it is dropped.
 pub struct Kubelet {
     pub counts: Arc<KubeletCounts>,
+    pub(super) shared: Arc<Shared>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
@@ -85,6 +89,7 @@ impl Kubelet {
             queued: Mutex::default(),
             queue,
             retry: Mutex::default(),
+            faults: super::faults::Faults::default(),
         });
         let mut tasks = Vec::new();
         let watch = shared.clone();
@@ -132,15 +137,19 @@ impl Kubelet {
                 })
                 .await;
         }));
-        Kubelet { counts, tasks }
+        Kubelet {
+            counts,
+            shared,
+            tasks,
+        }
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn key(pod: &Pod) -> Key {
+pub(super) fn key(pod: &Pod) -> Key {
     (
         pod.metadata.namespace.clone().unwrap_or_default(),
         pod.metadata.name.clone().unwrap_or_default(),
@@ -157,7 +166,7 @@ fn amounts(
 }
 
 /// Per container: (name, spec requests, spec limits) as JSON.
-fn desired(pod: &Pod) -> Vec<(String, Value, Value)> {
+pub(super) fn desired(pod: &Pod) -> Vec<(String, Value, Value)> {
     pod.spec
         .iter()
         .flat_map(|s| &s.containers)
@@ -196,7 +205,7 @@ fn as_spec(_: &str, requests: &Value, limits: &Value) -> (Value, Value) {
 }
 
 /// The status a container has now: (allocated requests, resources).
-fn current(pod: &Pod, name: &str) -> Option<(Value, Value)> {
+pub(super) fn current(pod: &Pod, name: &str) -> Option<(Value, Value)> {
     let status = pod.status.as_ref()?;
     let cs = status
         .container_statuses
@@ -398,7 +407,12 @@ impl Shared {
                 )
             })
         };
-        let (reason, message) = if wanted.0 > cpu || wanted.1 > memory {
+        let (reason, message) = if self.faults.infeasible(node, pod) {
+            (
+                "Infeasible",
+                format!("Node didn't have enough capacity: the suite's fault on {node}"),
+            )
+        } else if wanted.0 > cpu || wanted.1 > memory {
             (
                 "Infeasible",
                 format!(
@@ -449,7 +463,8 @@ impl Shared {
         }
     }
 
-    async fn write(&self, api: &Api<Pod>, key: &Key, status: Value) -> bool {
+    pub(super) async fn write(&self, api: &Api<Pod>, key: &Key, mut status: Value) -> bool {
+        self.faults.mark(key, &mut status);
         match api
             .patch_status(&key.1, &PatchParams::default(), &Patch::Merge(status))
             .await
