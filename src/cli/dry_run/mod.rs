@@ -6,6 +6,7 @@
 //! [`crate::admission::answer`] for the mutation, [`crate::policy::validate`]
 //! for the per-binding verdicts. No rule is restated here.
 
+mod args;
 pub mod expand;
 pub mod junit;
 pub mod output;
@@ -13,6 +14,7 @@ mod requests;
 mod run;
 pub mod spool;
 
+pub use args::{DryRunArgs, DryRunFormat, Operation};
 pub use run::{run_dry_run, use_colour};
 
 use crate::admission::{self, Decider};

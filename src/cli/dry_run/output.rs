@@ -2,7 +2,7 @@
 //! YAML (one schema, documented in docs/dry-run.md) for programs, JUnit XML
 //! ([`super::junit`]) for CI systems.
 
-use crate::cli::DryRunFormat;
+use super::DryRunFormat;
 use crate::input::Location;
 use serde::Serialize;
 use serde_json::Value;

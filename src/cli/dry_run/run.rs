@@ -3,12 +3,11 @@
 //! as it comes, so memory does not grow with the number of objects.
 
 use super::{
-    check_state, is_param_kind, load_policies, locate, requests, spool, Engine, RequestOptions,
-    RunError,
+    check_state, is_param_kind, load_policies, locate, requests, spool, DryRunArgs, Engine,
+    Operation, RequestOptions, RunError,
 };
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
-use crate::cli::DryRunArgs;
 use crate::input::objects::Unique;
 use crate::input::sources::{self, Inputs};
 use crate::input::{is_review, InputError, SourceDocument};
@@ -71,7 +70,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         std::io::stdout().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
     );
-    if args.operation != crate::cli::Operation::Update && !args.old.is_empty() {
+    if args.operation != Operation::Update && !args.old.is_empty() {
         return Err(InputError::Usage("--old is only used with --operation UPDATE".into()).into());
     }
     let policies_name = args

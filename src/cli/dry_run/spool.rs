@@ -9,7 +9,7 @@ use super::junit;
 use super::output::{
     object_notes, object_rows, summary_line, table_line, widen, ObjectReport, Summary, HEADERS,
 };
-use crate::cli::DryRunFormat;
+use super::DryRunFormat;
 use serde::Serialize;
 use std::io::{BufRead, BufReader, BufWriter, Seek, Write};
 

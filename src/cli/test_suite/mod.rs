@@ -11,10 +11,10 @@ mod schema;
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::User;
 use crate::cli::dry_run::{self, Engine, Request, RequestOptions, RunError};
-use crate::cli::{TestArgs, TestFormat};
 use crate::input::sources::{self, Inputs};
 use crate::input::{InputError, Location, SourceDocument};
 use crate::policy::PolicySet;
+use clap::{Args, ValueEnum};
 use regex::Regex;
 use report::CaseResult;
 use schema::Case;
@@ -24,6 +24,32 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+
+/// `-o` of `test`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TestFormat {
+    /// One PASS/FAIL line per case and a summary.
+    Text,
+    /// JUnit XML: one testcase per case.
+    Junit,
+}
+
+/// `nodescope test`.
+#[derive(Debug, Args, Clone)]
+pub struct TestArgs {
+    /// Suite files, or directories searched recursively for .yaml/.yml files.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    /// Policies for suites that do not name their own `policies:`; the
+    /// bundle built into this binary when omitted.
+    #[arg(long)]
+    pub policies: Option<PathBuf>,
+    /// Run only the cases whose `suite/case` name matches this regex.
+    #[arg(long)]
+    pub run: Option<String>,
+    #[arg(short = 'o', long = "output", value_enum, default_value = "text")]
+    pub output: TestFormat,
+}
 
 /// Compiled policies, shared by the suites that name the same path.
 type PolicyCache = HashMap<Option<PathBuf>, Arc<PolicySet>>;

@@ -3,7 +3,7 @@
 //! flattened into each, so that the names and defaults are the same
 //! everywhere.
 
-use super::features::parse_duration;
+use crate::cli::flags::parse_duration;
 use crate::features::reporter::{self, ReporterConfig};
 use clap::Args;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 //! numbers ([`UpstreamFlags`]) and how a replica runs in the cluster
 //! ([`RunningFlags`]).
 
-use super::flags;
+use crate::cli::flags::{self, feature_gates, vpa_namespaces};
 use crate::quantity::Quantity;
 use crate::recommend::aggregate::HistoryConfig;
 use crate::recommend::container::PeakConfig;
@@ -55,7 +55,7 @@ pub struct RunningFlags {
     pub address: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: super::LogFormat,
+    pub log_format: crate::cli::LogFormat,
 }
 
 /// upstream's recommender flags (vertical-pod-autoscaler/pkg/recommender/
@@ -70,7 +70,7 @@ pub struct UpstreamFlags {
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub recommender_interval: Duration,
     #[command(flatten)]
-    pub namespaces: super::namespace_flags::NamespaceFlags,
+    pub namespaces: vpa_namespaces::NamespaceFlags,
     /// Fraction of usage added as the safety margin.
     #[arg(long, default_value_t = 0.15, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub recommendation_margin_fraction: f64,
@@ -142,8 +142,8 @@ pub struct UpstreamFlags {
     /// Alpha features, as upstream's `--feature-gates`: `PerVPAConfig=true`
     /// lets a VPA's container policies set their own oomBumpUpRatio,
     /// oomMinBumpUp and memory aggregation window.
-    #[arg(long, default_value = "", value_parser = super::feature_gates::parse)]
-    pub feature_gates: super::feature_gates::FeatureGates,
+    #[arg(long, default_value = "", value_parser = feature_gates::parse)]
+    pub feature_gates: feature_gates::FeatureGates,
 }
 
 fn millis(d: Duration) -> i64 {

@@ -1,6 +1,17 @@
 //! The value parsers of every numeric and duration flag, so that a flag is
 //! range-checked when the command line is parsed (exit 2, before anything
 //! connects) and its message states the range it really takes.
+//!
+//! Beside them, the flags several commands take alike, each defined once
+//! for every command that has it, so that the names, the defaults and the
+//! checks cannot drift apart: upstream VPA's
+//! `--feature-gates` ([`feature_gates`]) and `--vpa-object-namespace`
+//! ([`vpa_namespaces`]), and `--missing-node-recommendation`
+//! ([`missing_node`]).
+
+pub mod feature_gates;
+pub mod missing_node;
+pub mod vpa_namespaces;
 
 use std::time::Duration;
 
@@ -262,7 +273,6 @@ pub fn listen_address(text: &str) -> Result<std::net::SocketAddr, String> {
 }
 
 #[cfg(test)]
-#[path = "flags_tests.rs"]
 mod tests;
 
 /// A Kubernetes quantity such as `4` or `2500m`, not negative.

@@ -1,13 +1,11 @@
-//! The cluster edge of the controllers: one listing for `update --plan`,
-//! the probes and metrics listener (updater, balloon controller), and the
-//! shutdown signal every controller command waits on.
+//! What `update --plan` reads from the cluster: one listing of every kind
+//! a pass reads, and whether the webhook is fresh enough to evict, so that
+//! the plan is the pass the running updater would make.
 
-use super::cluster::{ClusterError, Connection};
+use crate::cli::kubectl::cluster::{ClusterError, Connection};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::Client;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// (group, version, kind, plural, required): what `--plan` lists. A kind
@@ -86,75 +84,4 @@ pub async fn webhook_fresh(
 ) -> bool {
     crate::update::cluster::webhook_fresh(client, &(namespace.to_owned(), name.to_owned()), timeout)
         .await
-}
-
-/// Serves /metrics, /healthz and /readyz (ready once the watches synced).
-/// `flag` names the address in the error: the updater takes upstream's
-/// `--address`, the balloon controller `--metrics-listen`.
-///
-/// # Errors
-/// When the address cannot be bound.
-pub async fn serve_probes(
-    flag: &str,
-    addr: std::net::SocketAddr,
-    metrics: Arc<dyn Fn() -> String + Send + Sync>,
-    ready: Arc<AtomicBool>,
-) -> Result<tokio::task::JoinHandle<()>, String> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("{flag} {addr}: {e}"))?;
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            axum::routing::get(move || {
-                let metrics = metrics.clone();
-                async move {
-                    (
-                        [(
-                            axum::http::header::CONTENT_TYPE,
-                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                        )],
-                        metrics(),
-                    )
-                }
-            }),
-        )
-        .route("/healthz", axum::routing::get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            axum::routing::get(move || {
-                let ready = ready.load(Ordering::SeqCst);
-                async move {
-                    if ready {
-                        (axum::http::StatusCode::OK, "ok")
-                    } else {
-                        (
-                            axum::http::StatusCode::SERVICE_UNAVAILABLE,
-                            "watches not synced yet",
-                        )
-                    }
-                }
-            }),
-        );
-    Ok(tokio::spawn(async move {
-        if let Err(error) = axum::serve(listener, app).await {
-            tracing::warn!(%error, "metrics listener stopped");
-        }
-    }))
-}
-
-/// Resolves on SIGTERM or Ctrl-C, logging `what` happens next.
-pub async fn shutdown(what: &'static str) {
-    let mut sigterm =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = async {
-            match sigterm.as_mut() {
-                Some(s) => { s.recv().await; }
-                None => std::future::pending::<()>().await,
-            }
-        } => {}
-    }
-    tracing::info!("shutting down: {what}");
 }

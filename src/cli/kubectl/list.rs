@@ -3,7 +3,17 @@
 //! so that `jq .items` and `kubectl apply -f` read every command's output
 //! alike.
 
+use clap::ValueEnum;
 use serde::Serialize;
+
+/// `-o` of a command that prints rows: kubectl's table, or the List as
+/// JSON or YAML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
 
 /// A `v1` List of `items`, its keys in kubectl's (alphabetical) order. A
 /// struct, not `json!`, so that each item keeps its own key order.

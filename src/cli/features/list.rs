@@ -2,8 +2,9 @@
 //! and recorded state and the uses left, as a table or as JSON or YAML for
 //! scripts (which also carry the tasks and the instances' reports).
 
-use super::dry_run::RunError;
-use super::features::{age, load, table, uses_of, write_out, Source, UsesFormat};
+use super::{load, uses_of, write_out, Source, UsesFormat};
+use crate::cli::dry_run::RunError;
+use crate::cli::kubectl::table::{age, table};
 use crate::json::str_at;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
@@ -31,7 +32,7 @@ pub(crate) fn run_list(source: &Source, output: UsesFormat) -> Result<ExitCode, 
             .sum();
         items.push((*feature, uses));
     }
-    for warning in super::features_cleanup::prune_warnings(&loaded)? {
+    for warning in super::cleanup::prune_warnings(&loaded)? {
         eprintln!("nodescope: warning: {warning}");
     }
     let text = match output {
@@ -41,9 +42,9 @@ pub(crate) fn run_list(source: &Source, output: UsesFormat) -> Result<ExitCode, 
                 .iter()
                 .map(|(f, uses)| list_item(f, *uses, now))
                 .collect();
-            let report = serde_json::to_value(super::list::list(&list))
+            let report = serde_json::to_value(crate::cli::kubectl::list::list(&list))
                 .map_err(|e| RunError::Internal(e.to_string()))?;
-            super::features::render(&report, output)?
+            super::render(&report, output)?
         }
     };
     write_out(&text)?;

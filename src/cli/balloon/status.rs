@@ -1,41 +1,18 @@
-//! `nodescope balloon`: node resizing by balloon (KEP-5620). `status` shows
-//! every node with a balloon (from the cluster, or offline from
-//! `--store file:DIR`); `set` writes a Node's usable size; `controller`
-//! resizes the balloons to match.
+//! `nodescope balloon status`: every node with a balloon, from the cluster
+//! or offline from `--store file:DIR`, planned as the controller plans it,
+//! so that what the operator sees is what the controller would do.
 
-use super::cluster::{ClusterError, ClusterFlags, Connection};
-use super::scope::Selector;
-use super::update::Output;
 use crate::balloon::{plan_objects, BalloonConfig, DesiredSize, Fraction, NodePlan, State};
-use clap::{Args, Subcommand};
+use crate::cli::kubectl::cluster::{self, ClusterError, ClusterFlags, Connection};
+use crate::cli::kubectl::list::{self, Output};
+use crate::cli::kubectl::scope::Selector;
+use crate::cli::kubectl::table::table;
+use clap::Args;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
-
-/// `nodescope balloon`.
-#[derive(Debug, Args, Clone)]
-pub struct BalloonArgs {
-    #[command(subcommand)]
-    pub command: BalloonCommand,
-}
-
-/// What `nodescope balloon` does.
-#[derive(Debug, Subcommand, Clone)]
-pub enum BalloonCommand {
-    /// NODE, ALLOCATABLE, BALLOON, USABLE, REQUESTED (by other pods), FREE,
-    /// STATE and REASON of every node with a balloon or a usable size; each
-    /// value is cpu/memory. With --exit-code, exit 1 when a node is
-    /// Refused, Infeasible or Invalid.
-    Status(StatusArgs),
-    /// Set a Node's usable size (its annotations); the balloon controller
-    /// resizes its balloon to match.
-    Set(super::balloon_set::SetArgs),
-    /// Resize every node's balloon to its usable size, as the leader of
-    /// its replicas.
-    Controller(Box<super::balloon_controller::ControllerArgs>),
-}
 
 /// `nodescope balloon status`.
 #[derive(Debug, Args, Clone)]
@@ -85,7 +62,7 @@ fn status_code(args: &StatusArgs, plans: &[NodePlan]) -> ExitCode {
     }
 }
 
-/// Writes the plans as a table, or as a List ([`super::list`]) in JSON or
+/// Writes the plans as a table, or as a List ([`list`]) in JSON or
 /// YAML.
 ///
 /// # Errors
@@ -93,11 +70,11 @@ fn status_code(args: &StatusArgs, plans: &[NodePlan]) -> ExitCode {
 pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
     match output {
         Output::Json => {
-            let text = super::list::json(plans).map_err(std::io::Error::other)?;
+            let text = list::json(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Yaml => {
-            let text = super::list::yaml(plans).map_err(std::io::Error::other)?;
+            let text = list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Table => {
@@ -125,7 +102,7 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
                     p.reason.clone(),
                 ]);
             }
-            write!(out, "{}", super::features::table(&rows))
+            write!(out, "{}", table(&rows))
         }
     }
 }
@@ -275,7 +252,7 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
     }
     let connection = args
         .cluster
-        .connect(super::cluster::Retry::Off)
+        .connect(cluster::Retry::Off)
         .await
         .map_err(|e| e.to_string())?;
     let (objects, missing) = gather(&connection, &args.nodes, args.selector.as_ref())
@@ -283,16 +260,4 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
         .map_err(|e| e.to_string())?;
     let plans = plan_objects(&objects, &args.config())?;
     finish(args, &plans, &missing, &mut std::io::stdout().lock())
-}
-
-/// Runs a `balloon` command against the cluster.
-///
-/// # Errors
-/// As the command says.
-pub async fn run_cluster(args: &BalloonArgs) -> Result<ExitCode, String> {
-    match &args.command {
-        BalloonCommand::Status(status) => run_status_cluster(status).await,
-        BalloonCommand::Set(set) => super::balloon_set::run_set(set).await,
-        BalloonCommand::Controller(controller) => super::balloon_controller::run(controller).await,
-    }
 }

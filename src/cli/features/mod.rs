@@ -1,14 +1,19 @@
-//! `nodescope features` ([`super::features_list`]), `features uses NAME`
-//! and `features cleanup NAME` ([`super::features_cleanup`]): the Features,
+//! `nodescope features` ([`list`]), `features uses NAME` and
+//! `features cleanup NAME` ([`cleanup`]): the Features,
 //! what keeps one from turning off and what turning it off clears, for
 //! people. From the cluster, or offline from manifests: the same use
 //! discovery the controller runs ([`crate::features::find_uses`]) over the
 //! objects given with `-f`.
 
-use super::dry_run::{check_state, is_param_kind, load_policies, RunError};
-pub(crate) use super::table::{age, table};
+mod cleanup;
+mod list;
+
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
+use crate::cli::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::cli::kubectl::table::table;
+use crate::cli::kubectl::{self, cluster};
+use crate::cli::{flags, LogFormat};
 use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
 use crate::input::sources::{self, Inputs};
@@ -44,7 +49,7 @@ pub enum FeaturesCommand {
     /// The patches that clear what the Feature declares in spec.cleanup from
     /// every object that uses it, as the controller sends them while the
     /// Feature is TurningOff. Exit 0: none; 1: some.
-    Cleanup(super::features_cleanup::CleanupArgs),
+    Cleanup(cleanup::CleanupArgs),
     /// Run the lifecycle controller against the cluster of the kubeconfig
     /// (or the pod's service account): `desired: Disabled` turns a Feature
     /// `TurningOff`, then `Off` once nothing uses it and the settle time has
@@ -61,7 +66,7 @@ pub struct ControllerArgs {
     #[arg(long, default_value = "30s", value_parser = parse_duration, env = "NODESCOPE_SETTLE")]
     pub settle: std::time::Duration,
     /// How often every Feature is re-evaluated.
-    #[arg(long, default_value = "10s", value_parser = super::flags::interval, env = "NODESCOPE_PERIOD")]
+    #[arg(long, default_value = "10s", value_parser = flags::interval, env = "NODESCOPE_PERIOD")]
     pub period: std::time::Duration,
     /// The least time between two passes started by watch events (each
     /// pass lists every object the gating policies match).
@@ -82,16 +87,16 @@ pub struct ControllerArgs {
     /// within 1s. After a crash (SIGKILL, a lost node) another takes over
     /// between this duration and this duration + 2s after the dead
     /// leader's last renewal, so at most this + 2s after the crash.
-    #[arg(long, default_value = "15s", value_parser = super::flags::lease_duration)]
+    #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: std::time::Duration,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: super::LogFormat,
+    pub log_format: LogFormat,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
     pub metrics_listen: std::net::SocketAddr,
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterFlags,
+    pub cluster: cluster::ClusterFlags,
     /// Create the Features nodescope owns (kube-system/vpa-node-scope and
     /// kube-system/balloon-pods, desired Enabled) when absent, on becoming
     /// leader; one that exists is never changed.
@@ -99,7 +104,7 @@ pub struct ControllerArgs {
     pub announce: bool,
 }
 
-pub use super::flags::parse_duration;
+pub use crate::cli::flags::parse_duration;
 
 /// `nodescope features uses`.
 #[derive(Debug, Args, Clone)]
@@ -144,7 +149,7 @@ pub struct Source {
     pub policies: Option<PathBuf>,
     /// Without -f and --params: the cluster.
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterFlags,
+    pub cluster: cluster::ClusterFlags,
 }
 
 /// `-o` of `features uses`.
@@ -265,7 +270,7 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
 /// Features, gating policies (or `--policies`), the objects they match and
 /// its Namespaces, read as the controller reads them.
 fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
-    let failed = |e: &super::cluster::ClusterError| -> RunError {
+    let failed = |e: &cluster::ClusterError| -> RunError {
         InputError::Usage(format!(
             "{e} - or give the objects offline with -f and --params"
         ))
@@ -282,11 +287,11 @@ fn load_cluster(source: &Source) -> Result<Loaded, RunError> {
     runtime.block_on(async {
         let connection = source
             .cluster
-            .connect(super::cluster::Retry::Default)
+            .connect(cluster::Retry::Default)
             .await
             .map_err(|e| failed(&e))?;
         let explain = |e: &crate::features::cluster::ClusterError| {
-            failed(&super::cluster::explain(e, &connection.target))
+            failed(&cluster::explain(e, &connection.target))
         };
         let client = &connection.client;
         let features = read_features(client).await.map_err(|e| explain(&e))?;
@@ -312,11 +317,11 @@ pub(crate) fn uses_of(loaded: &Loaded, feature: &Value) -> Result<Vec<PolicyUses
 pub fn run_features(args: &FeaturesArgs) -> Result<ExitCode, RunError> {
     match &args.command {
         Some(FeaturesCommand::Uses(uses)) => run_uses(uses),
-        Some(FeaturesCommand::Cleanup(cleanup)) => super::features_cleanup::run_cleanup(cleanup),
+        Some(FeaturesCommand::Cleanup(cleanup)) => cleanup::run_cleanup(cleanup),
         Some(FeaturesCommand::Controller(_)) => Err(RunError::Internal(
             "the controller runs online, not through the offline runner".into(),
         )),
-        None => super::features_list::run_list(&args.source, args.output),
+        None => list::run_list(&args.source, args.output),
     }
 }
 
@@ -376,7 +381,7 @@ pub(crate) fn render_reports(
     match reports {
         [one] if !all_namespaces => render(one, output),
         _ => render(
-            &serde_json::to_value(super::list::list(reports))
+            &serde_json::to_value(kubectl::list::list(reports))
                 .map_err(|e| RunError::Internal(e.to_string()))?,
             output,
         ),

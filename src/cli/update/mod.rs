@@ -4,14 +4,20 @@
 //! Every flag upstream's updater has for these numbers is here under the
 //! same name and default.
 
-use super::flags::{self, parse_duration};
-use super::MissingNode;
+mod list;
+
+use crate::cli::flags::{self, feature_gates, parse_duration, vpa_namespaces};
+use crate::cli::kubectl::list::Output;
+use crate::cli::kubectl::table::table;
+use crate::cli::kubectl::{self, cluster, scope};
+use crate::cli::running::{self, report};
+use crate::cli::{LogFormat, MissingNode};
 use crate::store::Snapshot;
 use crate::update::cluster::LoopConfig;
 use crate::update::metrics::UpdaterMetrics;
 use crate::update::priority::PriorityConfig;
 use crate::update::{plan_pass, Memory, PodPlan, UpdateConfig, Workloads};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use serde_json::Value;
 use std::io::Write;
 use std::process::ExitCode;
@@ -26,13 +32,13 @@ pub struct UpdateArgs {
     #[arg(long, default_value = "kube")]
     pub store: String,
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterFlags,
+    pub cluster: cluster::ClusterFlags,
     /// With `--plan`, which pods are shown: every namespace by default.
     /// The pass is planned over every pod all the same (a DaemonSet's
     /// disruption budget counts them all), so a shown pod's action is the
     /// one the updater would take.
     #[command(flatten)]
-    pub scope: super::scope::PodScope,
+    pub scope: scope::PodScope,
     /// Print what one pass would do, change nothing, and exit.
     #[arg(long)]
     pub plan: bool,
@@ -48,7 +54,7 @@ pub struct UpdateArgs {
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
     pub updater_interval: Duration,
     #[command(flatten)]
-    pub namespaces: super::namespace_flags::NamespaceFlags,
+    pub namespaces: vpa_namespaces::NamespaceFlags,
     /// A DaemonSet with fewer live pods is never disrupted.
     #[arg(long, default_value_t = 2, value_parser = flags::count, allow_negative_numbers = true)]
     pub min_replicas: usize,
@@ -82,8 +88,8 @@ pub struct UpdateArgs {
     /// `--evict-after-oom-threshold` for its pods; `CPUStartupBoost=true`
     /// unboosts boosted pods in place once their `durationSeconds` has
     /// passed.
-    #[arg(long, default_value = "", value_parser = super::feature_gates::parse)]
-    pub feature_gates: super::feature_gates::FeatureGates,
+    #[arg(long, default_value = "", value_parser = feature_gates::parse)]
+    pub feature_gates: feature_gates::FeatureGates,
     /// Evict only while nodescope's webhook renews its status Lease: an
     /// evicted DaemonSet pod comes back through admission.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
@@ -134,19 +140,11 @@ pub struct UpdateArgs {
     pub address: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: super::LogFormat,
+    pub log_format: LogFormat,
     /// What this replica observes of `vpa-node-scope`, reported in its
     /// status.uses (not with --plan).
     #[command(flatten)]
-    pub report: super::report_flags::ReportFlags,
-}
-
-/// `-o`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    Table,
-    Json,
-    Yaml,
+    pub report: report::ReportFlags,
 }
 
 impl UpdateArgs {
@@ -262,7 +260,7 @@ fn plan_code(args: &UpdateArgs, plans: &[PodPlan]) -> ExitCode {
     }
 }
 
-/// Writes the plan as a table, or as a List ([`super::list`]) in JSON or
+/// Writes the plan as a table, or as a List ([`kubectl::list`]) in JSON or
 /// YAML.
 ///
 /// # Errors
@@ -270,11 +268,11 @@ fn plan_code(args: &UpdateArgs, plans: &[PodPlan]) -> ExitCode {
 pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
     match output {
         Output::Json => {
-            let text = super::list::json(plans).map_err(std::io::Error::other)?;
+            let text = kubectl::list::json(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Yaml => {
-            let text = super::list::yaml(plans).map_err(std::io::Error::other)?;
+            let text = kubectl::list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
         Output::Table => {
@@ -296,7 +294,7 @@ pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::i
                     change(p),
                 ]);
             }
-            write!(out, "{}", super::features::table(&rows))
+            write!(out, "{}", table(&rows))
         }
     }
 }
@@ -350,7 +348,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     } else {
         args.report.config(
             "updater",
-            &super::report_flags::instance(&args.instance, "nodescope-updater"),
+            &report::instance(&args.instance, "nodescope-updater"),
             &["vpa-node-scope"],
         )?
     };
@@ -360,13 +358,13 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     // tries again.
     let connection = args
         .cluster
-        .connect(super::cluster::Retry::Off)
+        .connect(cluster::Retry::Off)
         .await
         .map_err(|e| e.to_string())?;
     let client = connection.client.clone();
     if args.plan {
         let namespaces = args.namespaces.namespaces();
-        let objects = super::update_list::gather(&connection, namespaces.only())
+        let objects = list::gather(&connection, namespaces.only())
             .await
             .map_err(|e| e.to_string())?;
         let selected = objects
@@ -381,7 +379,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             })
             .collect();
         let fresh = !args.use_admission_controller_status
-            || super::update_list::webhook_fresh(
+            || list::webhook_fresh(
                 &client,
                 &args.admission_controller_status_lease_namespace,
                 &args.admission_controller_status_lease_name,
@@ -405,8 +403,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         let metrics = metrics.clone();
         std::sync::Arc::new(move || metrics.render())
     };
-    let server =
-        super::update_list::serve_probes("--address", args.address, render, ready.clone()).await?;
+    let server = running::serve_probes("--address", args.address, render, ready.clone()).await?;
     let config = LoopConfig {
         update: args.config(),
         interval: args.updater_interval,
@@ -429,11 +426,11 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         config,
         metrics,
         ready,
-        super::update_list::shutdown("the Lease is released"),
+        running::shutdown("the Lease is released"),
     )
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
+    result.map_err(|e| cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }

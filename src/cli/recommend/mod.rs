@@ -4,7 +4,13 @@
 //! [`crate::recommend::cluster`]. Every flag upstream's recommender has for
 //! these numbers is here under the same name and default.
 
-pub use super::recommend_flags::{RunningFlags, UpstreamFlags};
+mod demo;
+mod flags;
+
+pub use flags::{RunningFlags, UpstreamFlags};
+
+use crate::cli::kubectl::{cluster, list};
+use crate::cli::running::{self, report};
 use crate::recommend::checkpoint_dir::{self, CheckpointDir};
 use crate::recommend::recording::Recording;
 use crate::recommend::replay::{self, ReplayError};
@@ -53,9 +59,9 @@ pub struct RecommendArgs {
     /// What this replica observes of `vpa-node-scope`, reported in its
     /// status.uses.
     #[command(flatten)]
-    pub report: super::report_flags::ReportFlags,
+    pub report: report::ReportFlags,
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterFlags,
+    pub cluster: cluster::ClusterFlags,
 }
 
 /// `-o`.
@@ -97,10 +103,7 @@ pub fn is_offline(args: &RecommendArgs) -> bool {
 /// Bad flags or unreadable inputs, as one sentence naming the file.
 pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCode, String> {
     args.upstream.namespaces.check()?;
-    let demo = args
-        .demo
-        .then(crate::cli::demo::recommend_data)
-        .transpose()?;
+    let demo = args.demo.then(demo::recommend_data).transpose()?;
     let (store, metrics) = match &demo {
         Some(dir) => (dir.path().join("store"), dir.path().join("metrics")),
         None => {
@@ -183,8 +186,8 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
         None => {}
     }
     let rendered = match args.output {
-        Output::Json => super::list::json(&outcome.vpas)?,
-        Output::Yaml => super::list::yaml(&outcome.vpas)?,
+        Output::Json => list::json(&outcome.vpas)?,
+        Output::Yaml => list::yaml(&outcome.vpas)?,
     };
     out.write_all(rendered.as_bytes())
         .map_err(|e| format!("writing the output: {e}"))?;
@@ -205,7 +208,7 @@ pub enum RecommendError {
     #[error("{0}")]
     Flags(String),
     #[error(transparent)]
-    Client(super::cluster::ClusterError),
+    Client(cluster::ClusterError),
     #[error("cannot listen on {addr} (--address): {cause}")]
     Bind {
         addr: std::net::SocketAddr,
@@ -259,13 +262,13 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
         .report
         .config(
             "recommender",
-            &super::report_flags::instance(&args.running.instance, "nodescope-recommender"),
+            &report::instance(&args.running.instance, "nodescope-recommender"),
             &["vpa-node-scope"],
         )
         .map_err(RecommendError::Flags)?;
     let connection = args
         .cluster
-        .connect(super::cluster::Retry::Default)
+        .connect(cluster::Retry::Default)
         .await
         .map_err(RecommendError::Client)?;
     let client = connection.client.clone();
@@ -299,14 +302,14 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
         lease,
         instance: args.running.instance.clone(),
     };
-    let shutdown = super::update_list::shutdown("last checkpoint, then the Lease is released");
+    let shutdown = running::shutdown("last checkpoint, then the Lease is released");
     let result = crate::recommend::cluster::run(client, config, metrics, shutdown).await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
     // A failure of the client in kubectl's words; the loop's own as it
     // says them.
-    result.map_err(|e| match super::cluster::explain(&e, &connection.target) {
-        super::cluster::ClusterError::Other(_) => RecommendError::Loop(e),
+    result.map_err(|e| match cluster::explain(&e, &connection.target) {
+        cluster::ClusterError::Other(_) => RecommendError::Loop(e),
         words => RecommendError::Client(words),
     })
 }

@@ -14,15 +14,15 @@ use std::path::PathBuf;
 pub const STORE_FILES: &[(&str, &str)] = &[
     (
         "features.yaml",
-        include_str!("../../examples/store/features.yaml"),
+        include_str!("../../../examples/store/features.yaml"),
     ),
     (
         "monitoring-namespace.yaml",
-        include_str!("../../examples/store/monitoring-namespace.yaml"),
+        include_str!("../../../examples/store/monitoring-namespace.yaml"),
     ),
     (
         "node-exporter-vpa.yaml",
-        include_str!("../../examples/store/node-exporter-vpa.yaml"),
+        include_str!("../../../examples/store/node-exporter-vpa.yaml"),
     ),
 ];
 
@@ -30,50 +30,15 @@ pub const STORE_FILES: &[(&str, &str)] = &[
 /// its node's recommendation from the example store.
 const MUTATE_REVIEW: (&str, &str) = (
     "pod-node-exporter-node-a-1-create.json",
-    include_str!("../../examples/reviews/pod-node-exporter-node-a-1-create.json"),
+    include_str!("../../../examples/reviews/pod-node-exporter-node-a-1-create.json"),
 );
 
 /// The review the banner's `/validate` line posts: a pod that borrows the
 /// balloon priority, which the bundled policies deny.
 const VALIDATE_REVIEW: (&str, &str) = (
     "pod-borrows-node-balloon.json",
-    include_str!("../../examples/reviews/pod-borrows-node-balloon.json"),
+    include_str!("../../../examples/reviews/pod-borrows-node-balloon.json"),
 );
-
-/// `recommend --demo`'s data, `examples/recommend/`: `(path, contents)`.
-pub const RECOMMEND_FILES: &[(&str, &str)] = &[
-    (
-        "store/zone-agent.yaml",
-        include_str!("../../examples/recommend/store/zone-agent.yaml"),
-    ),
-    (
-        "metrics/2026-11-25T08.json",
-        include_str!("../../examples/recommend/metrics/2026-11-25T08.json"),
-    ),
-    (
-        "metrics/2026-11-25T09.json",
-        include_str!("../../examples/recommend/metrics/2026-11-25T09.json"),
-    ),
-];
-
-/// Writes [`RECOMMEND_FILES`] into a new temporary directory (with `store/`
-/// and `metrics/`), removed when the result is dropped.
-///
-/// # Errors
-/// The directory cannot be created or written, as one sentence.
-pub fn recommend_data() -> Result<tempfile::TempDir, String> {
-    let dir = tempfile::tempdir()
-        .map_err(|e| format!("cannot create a temporary directory for --demo: {e}"))?;
-    for (name, text) in RECOMMEND_FILES {
-        let path = dir.path().join(name);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot write {}: {e}", parent.display()))?;
-        }
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(dir)
-}
 
 /// Why the demo could not set itself up.
 #[derive(Debug, thiserror::Error)]
@@ -181,7 +146,7 @@ mod tests {
             .collect();
         on_disk.sort();
         let embedded: Vec<&str> = STORE_FILES.iter().map(|(n, _)| *n).collect();
-        assert_eq!(embedded, on_disk, "update src/cli/demo.rs");
+        assert_eq!(embedded, on_disk, "update src/cli/serve/demo.rs");
         for (name, text) in STORE_FILES {
             let path = format!("{dir}/{name}");
             assert_eq!(

@@ -3,13 +3,13 @@
 //! check it; `--dry-run=client|server` shows what would be written,
 //! kubectl's way, and `--wait` follows the balloon until it settles.
 
-use super::cluster::{ClusterFlags, Retry};
-use super::flags;
 use crate::balloon::node::check_usable_quantity;
 use crate::balloon::{
     check_usable, plan_objects, BalloonConfig, BalloonNode, DesiredSize, Fraction, Resource, State,
     USABLE_CPU_ANNOTATION, USABLE_FRACTION_ANNOTATION, USABLE_MEMORY_ANNOTATION,
 };
+use crate::cli::flags;
+use crate::cli::kubectl::cluster::{ClusterFlags, Retry};
 use crate::quantity::Quantity;
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Node;
@@ -186,7 +186,7 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
     let deadline = tokio::time::Instant::now() + args.timeout;
     let name = std::slice::from_ref(&args.node);
     loop {
-        let (objects, _) = super::balloon::gather(&connection, name, None)
+        let (objects, _) = super::status::gather(&connection, name, None)
             .await
             .map_err(|e| e.to_string())?;
         let plans = plan_objects(&objects, &BalloonConfig::default())?;

@@ -1,10 +1,13 @@
 //! `nodescope balloon controller`: the typed flags of the balloon
 //! controller and its start (probes, metrics, the loop until SIGTERM).
 
-use super::flags;
 use crate::balloon::cluster::LoopConfig;
 use crate::balloon::metrics::BalloonMetrics;
 use crate::balloon::{BalloonConfig, DesiredSize, Fraction};
+use crate::cli::flags;
+use crate::cli::kubectl::cluster;
+use crate::cli::running::{self, report};
+use crate::cli::LogFormat;
 use clap::Args;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -37,13 +40,13 @@ pub struct ControllerArgs {
     pub metrics_listen: std::net::SocketAddr,
     /// `text` or `json` logs.
     #[arg(long, value_enum, default_value = "text")]
-    pub log_format: super::LogFormat,
+    pub log_format: LogFormat,
     /// What this replica observes of `balloon-pods`, reported in its
     /// status.uses.
     #[command(flatten)]
-    pub report: super::report_flags::ReportFlags,
+    pub report: report::ReportFlags,
     #[command(flatten)]
-    pub cluster: super::cluster::ClusterFlags,
+    pub cluster: cluster::ClusterFlags,
 }
 
 /// Runs the controller until SIGTERM, with /metrics, /healthz and /readyz.
@@ -53,14 +56,14 @@ pub struct ControllerArgs {
 pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     let reporter = args.report.config(
         "balloon-controller",
-        &super::report_flags::instance(&args.instance, "nodescope-balloon"),
+        &report::instance(&args.instance, "nodescope-balloon"),
         &["balloon-pods"],
     )?;
     // kube's default client retries 429s for minutes, which would hold a
     // pass; a refusal is an answer.
     let connection = args
         .cluster
-        .connect(super::cluster::Retry::Off)
+        .connect(cluster::Retry::Off)
         .await
         .map_err(|e| e.to_string())?;
     let client = connection.client.clone();
@@ -73,7 +76,7 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
         let metrics = metrics.clone();
         Arc::new(move || metrics.render())
     };
-    let server = super::update_list::serve_probes(
+    let server = running::serve_probes(
         "--metrics-listen",
         args.metrics_listen,
         render,
@@ -100,11 +103,11 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
         config,
         metrics,
         ready,
-        super::update_list::shutdown("the Lease is released"),
+        running::shutdown("the Lease is released"),
     )
     .await;
     server.abort();
     reports.iter().for_each(tokio::task::JoinHandle::abort);
-    result.map_err(|e| super::cluster::explain(&e, &connection.target).to_string())?;
+    result.map_err(|e| cluster::explain(&e, &connection.target).to_string())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,11 +3,12 @@
 //! ([`crate::features::cleanup`]), and the warning `nodescope features`
 //! prints while objects hold fields that a CRD replacement would prune.
 
-use super::dry_run::RunError;
-use super::features::{
-    find_features, load_with_objects, render_reports, table, uses_of, write_out, FeatureNamespace,
-    Loaded, Source, UsesFormat,
+use super::{
+    find_features, load_with_objects, render_reports, uses_of, write_out, FeatureNamespace, Loaded,
+    Source, UsesFormat,
 };
+use crate::cli::dry_run::RunError;
+use crate::cli::kubectl::table::table;
 use crate::features::cleanup::{self, CleanupPatch};
 use crate::input::InputError;
 use crate::json::str_at;

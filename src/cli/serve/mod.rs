@@ -1,10 +1,17 @@
 //! `nodescope serve`: loads certificates, stores and policies, then runs the
 //! listeners (and, with `--store kube`, the status Lease renewal) until
-//! SIGTERM, draining in-flight reviews before exit.
+//! SIGTERM, draining in-flight reviews before exit. `nodescope certs`,
+//! which makes the serving certificate, is here beside it.
 
-use super::demo::{Demo, DemoError};
-use super::ServeArgs;
+mod args;
+mod certs;
+mod demo;
+
+pub use args::ServeArgs;
+pub use certs::{run_certs, CertsArgs};
+
 use crate::admission::Decider;
+use crate::cli::kubectl::cluster;
 use crate::leader::status::{self, StatusLease};
 use crate::manifest::ManifestError;
 use crate::metrics::{ReloadResult, WebhookMetrics};
@@ -14,6 +21,7 @@ use crate::server::{self, AppState, ConnectionOptions, Edge, Readiness};
 use crate::store::{self, Snapshot, StoreSource};
 use crate::tls::{self, ReloadingResolver, TlsError};
 use arc_swap::ArcSwap;
+use demo::{Demo, DemoError};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -49,7 +57,7 @@ pub enum ServeError {
     #[error("--store file:{}", under(path, cause))]
     Store { path: PathBuf, cause: ManifestError },
     #[error("--store kube: {0}")]
-    Kube(super::cluster::ClusterError),
+    Kube(cluster::ClusterError),
     #[error("{0}")]
     Report(String),
 }
@@ -177,7 +185,7 @@ async fn start_store(
         StoreSource::Kube => {
             let client = args
                 .cluster
-                .connect(super::cluster::Retry::Default)
+                .connect(cluster::Retry::Default)
                 .await
                 .map_err(ServeError::Kube)?
                 .client;
