@@ -95,50 +95,13 @@ pub async fn created(world: &mut World) {
 /// tolerance of a DaemonSet disrupted at once, each resized exactly once;
 /// logger left alone.
 pub async fn converge(world: &mut World) {
-    let pods = world.pods(NS).await;
-    let dir = world.cluster.plane.dir.join("metrics");
-    let shapes: BTreeMap<String, NodeShape> = world
-        .nodes
-        .all()
-        .into_iter()
-        .map(|s| (s.name.clone(), s))
-        .collect();
-    let names: Vec<(String, String, String)> = pods
-        .iter()
-        .map(|p| (name(p), daemonset_of(p), node_of(p)))
-        .collect();
-    let recorded: Vec<Recorded<'_>> = names
-        .iter()
-        .map(|(pod, ds, node)| Recorded {
-            namespace: NS,
-            name: pod,
-            daemonset: ds,
-            container: ds,
-            node: &shapes[node],
-        })
-        .collect();
     let now = k8s_openapi::jiff::Timestamp::now().as_second();
-    usage::record(&dir, &recorded, 4, now);
-    world.recorded_until = now + 180;
+    let dir = record_usage(world, "metrics", 4, now).await;
     crate::deferred::fill(world).await;
     world.ledger.reset();
     world.ledger.measure(true);
     let began = std::time::Instant::now();
-    let recommender = crate::components::start(
-        &world.cluster,
-        &world.rendered,
-        crate::components::Launch {
-            deployment: "nodescope-recommender",
-            overrides: vec![
-                ("--metrics", format!("file:{}", dir.display())),
-                ("--recommender-interval", "2s".to_owned()),
-            ],
-            metrics_flag: "--address",
-        },
-        "nodescope-recommender",
-    );
-    world.components.push(recommender);
-    world.follow();
+    start_recommender(world, &dir, Vec::new());
     let n = world.n;
     let targets = until(
         world,
@@ -254,6 +217,72 @@ pub async fn converge(world: &mut World) {
         Book::count(&book.max_disrupted, "exporter"),
     ));
     world.ledger.measure(false);
+}
+
+/// Records `intervals` minutes of the model's usage of every pod in `NS`
+/// now, the first at `start` (seconds since the epoch), into the directory
+/// `name`; returns it.
+pub async fn record_usage(
+    world: &mut World,
+    name_of_dir: &str,
+    intervals: usize,
+    start: i64,
+) -> std::path::PathBuf {
+    let pods = world.pods(NS).await;
+    let dir = world.cluster.plane.dir.join(name_of_dir);
+    let shapes: BTreeMap<String, NodeShape> = world
+        .nodes
+        .all()
+        .into_iter()
+        .map(|s| (s.name.clone(), s))
+        .collect();
+    let names: Vec<(String, String, String)> = pods
+        .iter()
+        .map(|p| (name(p), daemonset_of(p), node_of(p)))
+        .collect();
+    let recorded: Vec<Recorded<'_>> = names
+        .iter()
+        .map(|(pod, ds, node)| Recorded {
+            namespace: NS,
+            name: pod,
+            daemonset: ds,
+            container: ds,
+            node: &shapes[node],
+        })
+        .collect();
+    usage::record(&dir, &recorded, intervals, start);
+    world.recorded_until = start + 60 * (intervals as i64 - 1);
+    dir
+}
+
+/// Starts the recommender on the recordings in `dir`, with `more` flags,
+/// stopping the one running first (SIGTERM: it checkpoints, and the new one
+/// reads its checkpoints), as a rollout of its Deployment would.
+pub fn start_recommender(world: &mut World, dir: &std::path::Path, more: Vec<(&str, String)>) {
+    if let Some(at) = world
+        .components
+        .iter()
+        .position(|c| c.name == "nodescope-recommender")
+    {
+        world.components.remove(at).stop(false);
+    }
+    let mut overrides = vec![
+        ("--metrics", format!("file:{}", dir.display())),
+        ("--recommender-interval", "2s".to_owned()),
+    ];
+    overrides.extend(more);
+    let recommender = crate::components::start(
+        &world.cluster,
+        &world.rendered,
+        crate::components::Launch {
+            deployment: "nodescope-recommender",
+            overrides,
+            metrics_flag: "--address",
+        },
+        "nodescope-recommender",
+    );
+    world.components.push(recommender);
+    world.follow();
 }
 
 /// Waits for `node`'s three workload pods (and, with `balloon`, its

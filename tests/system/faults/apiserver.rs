@@ -14,13 +14,11 @@
 //! Every component is checked to have reconnected: each leader still leads
 //! (one per Lease) and the running components answer `/readyz`.
 
-use super::{at_groups, recommend};
-use crate::components::{self, Launch};
-use crate::kubelet::usage::{self, Recorded};
+use super::{agent_resized_once, at_groups, recommend};
 use crate::ledger::Book;
 use crate::scenario::{http_code, say, until, World, TOLERANCE};
-use crate::steps::{name, node_of};
-use crate::workloads::{daemonset_of, NS};
+use crate::steps::{record_usage, start_recommender};
+use crate::workloads::NS;
 use kube::api::{Api, DynamicObject, ListParams};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -124,18 +122,8 @@ pub async fn run(world: &mut World) {
         Duration::from_secs(180),
     )
     .await;
+    let agents = agent_resized_once(world, &pods, None, "across the restart");
     let book = world.ledger.book();
-    let agents: Vec<_> = pods.iter().filter(|p| daemonset_of(p) == "agent").collect();
-    for pod in &agents {
-        assert_eq!(
-            book.resized_pods.get(&name(pod)),
-            Some(&1),
-            "{}: resized once for one recommendation across the restart",
-            name(pod)
-        );
-    }
-    let deleted: usize = book.deleted.values().sum();
-    assert_eq!(deleted, 0, "evictions: {:?}", book.deleted_pods);
     let most = Book::count(&book.max_disrupted, "agent");
     assert!(
         most <= limit,
@@ -149,59 +137,19 @@ pub async fn run(world: &mut World) {
         .unwrap_or(0.0);
     say(world.began, &format!(
         "fault 5: apiserver restarted after {mid} of {} resizes, away {:.1} s; every component reconnected; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; failed resize attempts so far {failed}",
-        agents.len(),
+        agents,
         away.as_secs_f64()
     ));
 
     // 2. While the recommender writes: the next stretch of usage, a status
     // write every interval and a checkpoint every 2 s.
-    let pods = world.pods(NS).await;
-    let shapes: BTreeMap<String, _> = world
-        .nodes
-        .all()
-        .into_iter()
-        .map(|s| (s.name.clone(), s))
-        .collect();
-    let names: Vec<(String, String, String)> = pods
-        .iter()
-        .map(|p| (name(p), daemonset_of(p), node_of(p)))
-        .collect();
-    let recorded: Vec<Recorded<'_>> = names
-        .iter()
-        .map(|(pod, ds, node)| Recorded {
-            namespace: NS,
-            name: pod,
-            daemonset: ds,
-            container: ds,
-            node: &shapes[node],
-        })
-        .collect();
-    let dir = world.cluster.plane.dir.join("metrics-restart");
     let start = world.recorded_until + 60;
-    usage::record(&dir, &recorded, 20, start);
-    world.recorded_until = start + 19 * 60;
-    let at = world
-        .components
-        .iter()
-        .position(|c| c.name == "nodescope-recommender")
-        .unwrap_or_else(|| panic!("no recommender"));
-    let mut old = world.components.remove(at);
-    old.stop(false);
-    world.components.push(components::start(
-        &world.cluster,
-        &world.rendered,
-        Launch {
-            deployment: "nodescope-recommender",
-            overrides: vec![
-                ("--metrics", format!("file:{}", dir.display())),
-                ("--recommender-interval", "2s".to_owned()),
-                ("--checkpoint-interval", "2s".to_owned()),
-            ],
-            metrics_flag: "--address",
-        },
-        "nodescope-recommender",
-    ));
-    world.follow();
+    let dir = record_usage(world, "metrics-restart", 20, start).await;
+    start_recommender(
+        world,
+        &dir,
+        vec![("--checkpoint-interval", "2s".to_owned())],
+    );
     const WRITES: &str = "sum(nodescope_recommender_checkpoint_writes_total{result=\"success\"})";
     let writing = until(
         world,

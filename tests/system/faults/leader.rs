@@ -4,11 +4,9 @@
 //! work: every pod resized exactly once for the one recommendation, never
 //! more pods disrupted at once than the tolerance, across the hand-over.
 
-use super::{at_groups, holder, recommend};
+use super::{agent_resized_once, at_groups, holder, recommend};
 use crate::ledger::Book;
 use crate::scenario::{say, until, World, TOLERANCE};
-use crate::steps::name;
-use crate::workloads::daemonset_of;
 use std::time::{Duration, Instant};
 
 pub const REPLICAS: [&str; 2] = ["nodescope-updater-a", "nodescope-updater-b"];
@@ -86,18 +84,9 @@ pub async fn run(world: &mut World) {
         Duration::from_secs(180),
     )
     .await;
+    let agents = agent_resized_once(world, &pods, None, "across the hand-over");
     let book = world.ledger.book();
-    let agents: Vec<_> = pods.iter().filter(|p| daemonset_of(p) == "agent").collect();
-    for pod in &agents {
-        assert_eq!(
-            book.resized_pods.get(&name(pod)),
-            Some(&1),
-            "{}: resized once for one recommendation",
-            name(pod)
-        );
-    }
-    assert_eq!(Book::count(&book.resized, "agent"), agents.len());
-    assert_eq!(Book::count(&book.deleted, "agent"), 0, "agent evictions");
+    assert_eq!(Book::count(&book.resized, "agent"), agents);
     let most = Book::count(&book.max_disrupted, "agent");
     assert!(
         most <= limit,
@@ -113,7 +102,7 @@ pub async fn run(world: &mut World) {
         .await;
     say(world.began, &format!(
         "fault 2: leader {leader} killed after {done} of {} resizes; {} led {handover:.2} s after the last renewal ({from_kill:.2} s after the kill; Lease {} s) and finished; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; all at group {:.1} s after the kill; updater leaders now {leaders:?}",
-        agents.len(),
+        agents,
         after.holder,
         last.duration,
         killed.elapsed().as_secs_f64()

@@ -149,6 +149,47 @@ pub async fn at_groups(world: &mut World, what: &str, limit: Duration) -> (Targe
     .await
 }
 
+/// Every `agent` pod of `pods` (but those on `except`) was resized exactly
+/// once since the ledger's reset, as one recommendation asks, and no pod
+/// was deleted; returns how many were checked.
+pub fn agent_resized_once(world: &World, pods: &[Pod], except: Option<&str>, what: &str) -> usize {
+    let book = world.ledger.book();
+    let agents: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| daemonset_of(p) == "agent" && Some(node_of(p).as_str()) != except)
+        .collect();
+    for pod in &agents {
+        assert_eq!(
+            book.resized_pods.get(&name(pod)),
+            Some(&1),
+            "{}: not resized exactly once for one recommendation {what}",
+            name(pod)
+        );
+    }
+    let deleted: usize = book.deleted.values().sum();
+    assert_eq!(deleted, 0, "evictions {what}: {:?}", book.deleted_pods);
+    agents.len()
+}
+
+/// `pod` was created at `want` (cpu millicores, memory bytes) and not
+/// resized after.
+pub fn created_at(world: &World, pod: &Pod, want: (i64, i64), what: &str) {
+    let book = world.ledger.book();
+    assert_eq!(
+        book.created_with.get(&name(pod)),
+        Some(&want),
+        "{} on {}: not created {what}",
+        name(pod),
+        node_of(pod)
+    );
+    assert_eq!(
+        book.resized_pods.get(&name(pod)),
+        None,
+        "{} resized after creation",
+        name(pod)
+    );
+}
+
 pub async fn run(world: &mut World) {
     dashboards::targets_up(world).await;
     webhook::run(world).await;

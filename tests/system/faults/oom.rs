@@ -7,10 +7,8 @@
 //! Ready; once given more memory, the pods are Ready again.
 
 use super::at_groups;
-use crate::components::{self, Launch};
-use crate::kubelet::usage::{self, Recorded};
 use crate::scenario::{say, until, World};
-use crate::steps::{name, node_of};
+use crate::steps::{name, record_usage, start_recommender};
 use crate::workloads::{daemonset_of, pod_resources, Targets, NS};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -50,53 +48,10 @@ pub async fn run(world: &mut World) {
     assert_eq!(down, 0, "agent pods still Ready after the OOM kills");
 
     // The recommender again, on the next four minutes of usage.
-    let shapes: BTreeMap<String, _> = world
-        .nodes
-        .all()
-        .into_iter()
-        .map(|s| (s.name.clone(), s))
-        .collect();
-    let names: Vec<(String, String, String)> = pods
-        .iter()
-        .map(|p| (name(p), daemonset_of(p), node_of(p)))
-        .collect();
-    let recorded: Vec<Recorded<'_>> = names
-        .iter()
-        .map(|(pod, ds, node)| Recorded {
-            namespace: NS,
-            name: pod,
-            daemonset: ds,
-            container: ds,
-            node: &shapes[node],
-        })
-        .collect();
-    let dir = world.cluster.plane.dir.join("metrics-oom");
     let start =
         (k8s_openapi::jiff::Timestamp::now().as_second() + 1).max(world.recorded_until + 60);
-    usage::record(&dir, &recorded, 4, start);
-    world.recorded_until = start + 180;
-    let at = world
-        .components
-        .iter()
-        .position(|c| c.name == "nodescope-recommender")
-        .unwrap_or_else(|| panic!("no recommender"));
-    let mut old = world.components.remove(at);
-    old.stop(false);
-    let recommender = components::start(
-        &world.cluster,
-        &world.rendered,
-        Launch {
-            deployment: "nodescope-recommender",
-            overrides: vec![
-                ("--metrics", format!("file:{}", dir.display())),
-                ("--recommender-interval", "2s".to_owned()),
-            ],
-            metrics_flag: "--address",
-        },
-        "nodescope-recommender",
-    );
-    world.components.push(recommender);
-    world.follow();
+    let dir = record_usage(world, "metrics-oom", 4, start).await;
+    start_recommender(world, &dir, Vec::new());
     let old_targets = Targets::read(&world.admin).await;
     let raised = until(
         world,

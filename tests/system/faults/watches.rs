@@ -14,9 +14,9 @@
 //! and taken again from the watch's next state; the step reports how many.
 
 use super::apiserver::MIN_REQUEST_TIMEOUT;
-use super::{at_groups, recommend};
+use super::{agent_resized_once, at_groups, created_at, recommend};
 use crate::scenario::{say, until, World};
-use crate::steps::{labels, name, node_of};
+use crate::steps::{labels, node_of};
 use crate::workloads::{daemonset_of, Targets};
 use std::time::{Duration, Instant};
 
@@ -66,41 +66,17 @@ pub async fn run(world: &mut World) {
         targets.0["agent"], written.0["agent"],
         "agent's groups changed meanwhile"
     );
-    let book = world.ledger.book();
     let agent = pods
         .iter()
         .find(|p| node_of(p) == joined && daemonset_of(p) == "agent")
         .unwrap_or_else(|| panic!("no agent pod on {joined}"));
-    let want = targets.expected("agent", &labels(&shape));
-    assert_eq!(
-        book.created_with.get(&name(agent)),
-        Some(&want),
-        "{} on {joined}: not created at the new group",
-        name(agent)
+    created_at(
+        world,
+        agent,
+        targets.expected("agent", &labels(&shape)),
+        "at the new group",
     );
-    assert_eq!(
-        book.resized_pods.get(&name(agent)),
-        None,
-        "{} resized after creation",
-        name(agent)
-    );
-    let others = pods
-        .iter()
-        .filter(|p| daemonset_of(p) == "agent" && node_of(p) != joined)
-        .count();
-    for pod in pods
-        .iter()
-        .filter(|p| daemonset_of(p) == "agent" && node_of(p) != joined)
-    {
-        assert_eq!(
-            book.resized_pods.get(&name(pod)),
-            Some(&1),
-            "{}: resized once for one recommendation",
-            name(pod)
-        );
-    }
-    let deleted: usize = book.deleted.values().sum();
-    assert_eq!(deleted, 0, "evictions: {:?}", book.deleted_pods);
+    let others = agent_resized_once(world, &pods, Some(&joined), "with watches cut");
     let stale = world.prometheus.value(STALE).await.unwrap_or(0.0) - stale_before;
     say(world.began, &format!(
         "fault 6: with every watch cut every {MIN_REQUEST_TIMEOUT} to {} s: {joined}'s agent pod created at the new group; {others} other agent pods resized once each, 0 evictions, all at group {:.1} s after the write; {stale} stale decisions refused by the apiserver and taken again",

@@ -6,7 +6,7 @@
 //! at creation, the unmutated pods reach their group, and the alert
 //! resolves.
 
-use super::{at_groups, recommend, set_mode};
+use super::{at_groups, created_at, recommend, set_mode};
 use crate::ledger::Book;
 use crate::scenario::{say, until, World, TOLERANCE};
 use crate::steps::{labels, name, node_of};
@@ -212,18 +212,7 @@ pub async fn run(world: &mut World) {
             .get(&node_of(pod))
             .unwrap_or_else(|| panic!("{}: no node", name(pod)));
         let want = targets.expected("exporter", &labels(&shape));
-        assert_eq!(
-            book.created_with.get(&name(pod)),
-            Some(&want),
-            "{}: the replacement not sized at creation",
-            name(pod)
-        );
-        assert_eq!(
-            book.resized_pods.get(&name(pod)),
-            None,
-            "{} resized after creation",
-            name(pod)
-        );
+        created_at(world, pod, want, "at its group (a replacement)");
     }
     alert_state(world, "NodescopeWebhookDown", "inactive").await;
     alert_state(world, "NodescopeUpdaterWebhookLeaseStale", "inactive").await;
