@@ -60,6 +60,36 @@ impl Report {
         out
     }
 
+    /// The answers of 400 and above since `since`, by user and code, from
+    /// the audit log: what the components had refused or lost and retried
+    /// (a request the apiserver never received is not in it).
+    pub fn refused_since(world: &World, since: k8s_openapi::jiff::Timestamp) -> String {
+        let text = std::fs::read_to_string(&world.cluster.audit_log).unwrap_or_default();
+        let mut out: BTreeMap<(String, i64), usize> = BTreeMap::new();
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+                continue;
+            };
+            let code = event["responseStatus"]["code"].as_i64().unwrap_or(0);
+            let at = event["requestReceivedTimestamp"]
+                .as_str()
+                .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
+            if event["stage"] != "ResponseComplete" || code < 400 || at.is_none_or(|t| t < since) {
+                continue;
+            }
+            let user = event["user"]["username"].as_str().unwrap_or_default();
+            *out.entry((who(user), code)).or_default() += 1;
+        }
+        if out.is_empty() {
+            return "no request refused".to_owned();
+        }
+        let parts: Vec<String> = out
+            .iter()
+            .map(|((user, code), n)| format!("{user} {code}×{n}"))
+            .collect();
+        format!("refused: {}", parts.join(", "))
+    }
+
     pub fn print(&self, world: &World) {
         println!("system: report, N = {}", world.n);
         if let Some(t) = self.converged {

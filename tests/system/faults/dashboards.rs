@@ -81,10 +81,54 @@ pub async fn run(world: &mut World) {
         queries.len(),
         empty.join("\n")
     );
+    // What some panels must say of this cluster now.
+    let panel = |title: &str| {
+        queries
+            .iter()
+            .find(|(t, _)| t == title)
+            .map(|(_, e)| e.clone())
+            .unwrap_or_else(|| panic!("the dashboard has no panel {title:?}"))
+    };
+    let pods = world.pods(crate::workloads::NS).await;
+    let scoped = pods
+        .iter()
+        .filter(|p| crate::workloads::scope(&crate::workloads::daemonset_of(p)).is_some())
+        .count();
+    let settled = (0..world.n).filter(|i| i % 10 == 5).count();
+    let mut states = std::collections::BTreeMap::new();
+    for series in world
+        .prometheus
+        .query(&panel("Nodes by balloon state"))
+        .await
+    {
+        let state = series["metric"]["state"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let count: f64 = series["value"][1]
+            .as_str()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(-1.0);
+        states.insert(state, count);
+    }
+    for (title, want) in [
+        ("Controlled pods", scoped as f64),
+        ("Webhook Lease fresh", 1.0),
+    ] {
+        let got = world.prometheus.value(&panel(title)).await;
+        assert_eq!(got, Some(want), "panel {title:?}: {}", panel(title));
+    }
+    for (state, want) in [("Settled", settled), ("Refused", 1), ("Infeasible", 1)] {
+        assert_eq!(
+            states.get(state).copied(),
+            Some(want as f64),
+            "panel \"Nodes by balloon state\", {state}: {states:?}"
+        );
+    }
     say(
         world.began,
         &format!(
-            "prometheus: all {} queries of the shipped dashboard return data",
+            "prometheus: all {} queries of the shipped dashboard return data; Controlled pods {scoped} (the scoped DaemonSets' pods), Webhook Lease fresh 1, Nodes by balloon state {states:?}",
             queries.len()
         ),
     );

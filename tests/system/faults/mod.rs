@@ -190,13 +190,37 @@ pub fn created_at(world: &World, pod: &Pod, want: (i64, i64), what: &str) {
     );
 }
 
+/// What the apiserver refused while fault `number` lasted.
+fn refused(world: &World, number: usize, since: k8s_openapi::jiff::Timestamp) {
+    crate::scenario::say(
+        world.began,
+        &format!(
+            "fault {number}: API answers of 400 and above meanwhile (audit log): {}",
+            crate::report::Report::refused_since(world, since)
+        ),
+    );
+}
+
 pub async fn run(world: &mut World) {
+    use k8s_openapi::jiff::Timestamp;
     dashboards::targets_up(world).await;
+    let since = Timestamp::now();
     webhook::run(world).await;
+    refused(world, 1, since);
+    let since = Timestamp::now();
     leader::run(world).await;
+    refused(world, 2, since);
+    let since = Timestamp::now();
     balloon::run(world).await;
+    refused(world, 3, since);
+    let since = Timestamp::now();
     oom::run(world).await;
+    refused(world, 4, since);
+    let since = Timestamp::now();
     apiserver::run(world).await;
+    refused(world, 5, since);
+    let since = Timestamp::now();
     watches::run(world).await;
+    refused(world, 6, since);
     dashboards::run(world).await;
 }
