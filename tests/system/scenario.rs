@@ -97,8 +97,41 @@ impl World {
         }
     }
 
+    /// For a failure: what a fresh `update --plan` decides of every pod
+    /// the running updater has not brought to its group (when the two
+    /// differ, the updater's stores are behind), and every log kept in a
+    /// directory that outlives the run.
+    fn diagnose(&self) {
+        let (code, out, err) = self.nodescope(&["update", "--plan", "-A"]);
+        println!("system: --- update --plan -A (exit {code}), pods with something to do:");
+        for line in out.lines().filter(|l| !l.contains(" none ")).take(40) {
+            println!("{line}");
+        }
+        if !err.is_empty() {
+            println!("{err}");
+        }
+        let kept = tempfile::Builder::new()
+            .prefix("nodescope-system-logs-")
+            .tempdir()
+            .map(tempfile::TempDir::keep);
+        if let Ok(kept) = kept {
+            for entry in std::fs::read_dir(&self.cluster.plane.dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "log") {
+                    let _ = std::fs::copy(&path, kept.join(entry.file_name()));
+                }
+            }
+            println!("system: every log of the run is kept in {}", kept.display());
+        }
+    }
+
     /// Prints the end of every component's log, for a failure.
     pub fn tails(&self) {
+        self.diagnose();
         for c in &self.components {
             println!(
                 "system: --- {} (last lines of {})",
