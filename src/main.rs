@@ -63,7 +63,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Test(args) => Ok(offline(|| cli::run_test(&args))),
         Command::Features(args) => {
             if let Some(cli::features::FeaturesCommand::Controller(controller)) = &args.command {
-                cli::init_logging(controller.log_format, "info");
+                controller.logging.init();
                 let runtime = runtime()?;
                 runtime.block_on(async {
                     // Installed first: a SIGTERM (a pod deletion) must reach
@@ -137,7 +137,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 });
             }
             if !args.plan {
-                cli::init_logging(args.log_format, "info");
+                args.logging.init();
             }
             let runtime = runtime()?;
             Ok(match runtime.block_on(cli::update::run_cluster(&args)) {
@@ -162,7 +162,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }));
             }
             if let BalloonCommand::Controller(controller) = &args.command {
-                cli::init_logging(controller.log_format, "info");
+                controller.logging.init();
             }
             let runtime = runtime()?;
             Ok(match runtime.block_on(cli::balloon::run_cluster(&args)) {
@@ -195,7 +195,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     }
                 });
             }
-            cli::init_logging(args.running.log_format, "info");
+            args.running.logging.init();
             let runtime = runtime()?;
             runtime
                 .block_on(cli::recommend::run_cluster(&args))

@@ -101,6 +101,7 @@ pub async fn run(
         },
     );
     let mut memory = Memory::default();
+    let mut told = super::told::Told::default();
     let mut limiter = Bucket::new(config.eviction_rate);
     let mut ticker = tokio::time::interval(config.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -146,6 +147,7 @@ pub async fn run(
             count(Action::Deferred),
         );
         metrics.unusable(plans.iter().map(|p| p.unusable).sum());
+        told.log(&plans);
         for plan in plans.iter().filter(|p| p.action.acts()) {
             if !*leading.borrow() {
                 break;

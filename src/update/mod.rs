@@ -21,6 +21,7 @@ pub mod plan;
 pub mod priority;
 pub mod restriction;
 pub mod synthetic;
+pub mod told;
 pub mod workloads;
 
 use crate::mutate::{MissingNodeRecommendation, Patch};

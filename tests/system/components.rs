@@ -143,6 +143,7 @@ pub fn start(
     let mut overrides = launch.overrides;
     overrides.push((launch.metrics_flag, format!("127.0.0.1:{metrics_port}")));
     overrides.push(("--log-format", "text".to_owned()));
+    overrides.push(("--log-level", LOG_LEVEL.to_owned()));
     let args = arguments(deployment, &overrides);
     let log = cluster.plane.dir.join(format!("{instance}.log"));
     let process = spawn(&args, &config, instance, &namespace, log);
@@ -158,6 +159,11 @@ pub fn start(
         starts: 1,
     }
 }
+
+/// Every component's `--log-level`: info, and the updater's reason for
+/// each pod it leaves alone, so that a failed step's kept logs say why a
+/// pod was not at its group.
+const LOG_LEVEL: &str = "info,nodescope::update::told=debug";
 
 fn spawn(args: &[String], config: &Path, instance: &str, namespace: &str, log: PathBuf) -> Process {
     let mut command = Command::new(env!("CARGO_BIN_EXE_nodescope"));

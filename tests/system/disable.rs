@@ -68,11 +68,7 @@ pub async fn run(world: &mut World) {
         );
     }
     let joined = world.n.next_multiple_of(3) + 1;
-    let shape = world
-        .nodes
-        .register(&world.admin, joined, joined + 1)
-        .await
-        .remove(0);
+    let shape = world.nodes.join(&world.admin, joined).await;
     let node = shape.name.clone();
     let pods = crate::steps::node_pods(world, &node, false).await;
     let template = (

@@ -9,11 +9,7 @@ use crate::workloads::{daemonset_of, pod_resources, Targets};
 use std::time::Duration;
 
 pub async fn run(world: &mut World, index: usize) -> String {
-    let shape = world
-        .nodes
-        .register(&world.admin, index, index + 1)
-        .await
-        .remove(0);
+    let shape = world.nodes.join(&world.admin, index).await;
     let node = shape.name.clone();
     let created = std::time::Instant::now();
     // Its workload pods only: the step is about their sizing at creation.

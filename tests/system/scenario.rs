@@ -110,6 +110,13 @@ impl World {
         if !err.is_empty() {
             println!("{err}");
         }
+        self.keep_logs();
+    }
+
+    /// Copies every log of the run to a directory kept past it, and says
+    /// where: on a failure, and on a pass with `NODESCOPE_SYSTEM_KEEP_LOGS`
+    /// set (to read what the components said of a run that held).
+    pub fn keep_logs(&self) {
         let kept = tempfile::Builder::new()
             .prefix("nodescope-system-logs-")
             .tempdir()
@@ -406,6 +413,9 @@ pub async fn run(assets: &SystemAssets, n: usize) {
     faults::run(&mut world).await;
     disable::run(&mut world).await;
     world.report.print(&world);
+    if std::env::var_os("NODESCOPE_SYSTEM_KEEP_LOGS").is_some() {
+        world.keep_logs();
+    }
 }
 
 /// Waits for `check` (polled every 500 ms) up to `limit`, checking that

@@ -25,6 +25,17 @@ pub fn running(pod: &Pod) -> bool {
         && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
 }
 
+/// The pod's `PodResize*` conditions, as a line says them: a pod off its
+/// group with one of them is waiting on the kubelet, without on the updater.
+pub fn resize_conditions(pod: &Pod) -> Vec<String> {
+    pod.status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .filter(|c| c.type_.starts_with("PodResize"))
+        .map(|c| format!("{} {:?} {:?}", c.type_, c.reason, c.message))
+        .collect()
+}
+
 pub fn labels(shape: &NodeShape) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("kubernetes.io/hostname".to_owned(), shape.name.clone()),
@@ -151,19 +162,13 @@ pub async fn converge(world: &mut World) {
                     };
                     let want = targets.expected(&ds, &labels(&shape));
                     if pod_resources(pod) != [want; 3] {
-                        let pending: Vec<String> = pod
-                            .status
-                            .iter()
-                            .flat_map(|s| s.conditions.iter().flatten())
-                            .filter(|c| c.type_.starts_with("PodResize"))
-                            .map(|c| format!("{} {:?} {:?}", c.type_, c.reason, c.message))
-                            .collect();
                         off.push(format!(
-                            "{} on {} {:?} want {:?} {pending:?}",
+                            "{} on {} {:?} want {:?} {:?}",
                             name(pod),
                             node_of(pod),
                             pod_resources(pod),
-                            want
+                            want,
+                            resize_conditions(pod)
                         ));
                     }
                 }

@@ -7,7 +7,6 @@ use crate::balloon::{BalloonConfig, DesiredSize, Fraction};
 use crate::cli::flags;
 use crate::cli::kubectl::cluster;
 use crate::cli::running::{self, report};
-use crate::cli::LogFormat;
 use clap::Args;
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
@@ -38,9 +37,9 @@ pub struct ControllerArgs {
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, default_value = "0.0.0.0:8944")]
     pub metrics_listen: std::net::SocketAddr,
-    /// `text` or `json` logs.
-    #[arg(long, value_enum, default_value = "text")]
-    pub log_format: LogFormat,
+    /// `--log-format`, `--log-level`.
+    #[command(flatten)]
+    pub logging: crate::cli::running::LogFlags,
     /// What this replica observes of `balloon-pods`, reported in its
     /// status.uses.
     #[command(flatten)]

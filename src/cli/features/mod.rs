@@ -11,9 +11,9 @@ mod list;
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
 use crate::cli::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::cli::flags;
 use crate::cli::kubectl::table::table;
 use crate::cli::kubectl::{self, cluster};
-use crate::cli::{flags, LogFormat};
 use crate::features::cluster::{read_features, read_view};
 use crate::features::{find_uses, Listed, PolicyUses};
 use crate::input::sources::{self, Inputs};
@@ -89,9 +89,9 @@ pub struct ControllerArgs {
     /// leader's last renewal, so at most this + 2s after the crash.
     #[arg(long, default_value = "15s", value_parser = flags::lease_duration)]
     pub lease_duration: std::time::Duration,
-    /// `text` or `json` logs.
-    #[arg(long, value_enum, default_value = "text")]
-    pub log_format: LogFormat,
+    /// `--log-format`, `--log-level`.
+    #[command(flatten)]
+    pub logging: crate::cli::running::LogFlags,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     #[arg(long, env = "NODESCOPE_METRICS_LISTEN", default_value = "0.0.0.0:9090")]
     pub metrics_listen: std::net::SocketAddr,

@@ -53,9 +53,9 @@ pub struct RunningFlags {
     // controllers call it, so that one name works for every controller.
     #[arg(long = "address", alias = "metrics-listen", default_value = "0.0.0.0:8942", value_parser = flags::listen_address)]
     pub address: std::net::SocketAddr,
-    /// `text` or `json` logs.
-    #[arg(long, value_enum, default_value = "text")]
-    pub log_format: crate::cli::LogFormat,
+    /// `--log-format`, `--log-level`.
+    #[command(flatten)]
+    pub logging: crate::cli::running::LogFlags,
 }
 
 /// upstream's recommender flags (vertical-pod-autoscaler/pkg/recommender/

@@ -1,12 +1,35 @@
 //! What the long-running commands share, so that each starts, reports
 //! and stops alike: the `--report-*` flags of what each observes of the
 //! Features it obeys ([`report`]), the /metrics, /healthz and /readyz
-//! listener of the controllers, and the shutdown signal they wait on.
+//! listener of the controllers, their log flags, and the shutdown signal
+//! they wait on.
 
 pub mod report;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+/// How a controller logs, as `serve` does: `--log-format` and
+/// `--log-level`. The level is a tracing filter, so that one module can
+/// say more than the rest: `info,nodescope::update::told=debug` adds the
+/// updater's reason for every pod it leaves alone.
+#[derive(clap::Args, Clone, Debug)]
+pub struct LogFlags {
+    /// `text` or `json` logs.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: crate::cli::LogFormat,
+    /// A tracing filter such as `info` or `nodescope=debug`.
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+}
+
+impl LogFlags {
+    /// Installs the logger; a filter that does not parse falls back to
+    /// `info`, as `serve`'s does.
+    pub fn init(&self) {
+        crate::cli::init_logging(self.log_format, &self.log_level);
+    }
+}
 
 /// Serves /metrics, /healthz and /readyz (ready once the watches synced).
 /// `flag` names the address in the error: the updater takes upstream's

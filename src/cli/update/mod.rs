@@ -11,7 +11,7 @@ use crate::cli::kubectl::list::Output;
 use crate::cli::kubectl::table::table;
 use crate::cli::kubectl::{self, cluster, scope};
 use crate::cli::running::{self, report};
-use crate::cli::{LogFormat, MissingNode};
+use crate::cli::MissingNode;
 use crate::store::Snapshot;
 use crate::update::cluster::LoopConfig;
 use crate::update::metrics::UpdaterMetrics;
@@ -138,9 +138,9 @@ pub struct UpdateArgs {
     // so that Deployments written for it still start.
     #[arg(long = "address", alias = "metrics-listen", default_value = "0.0.0.0:8943", value_parser = flags::listen_address)]
     pub address: std::net::SocketAddr,
-    /// `text` or `json` logs.
-    #[arg(long, value_enum, default_value = "text")]
-    pub log_format: LogFormat,
+    /// `--log-format`, `--log-level`.
+    #[command(flatten)]
+    pub logging: crate::cli::running::LogFlags,
     /// What this replica observes of `vpa-node-scope`, reported in its
     /// status.uses (not with --plan).
     #[command(flatten)]

@@ -120,6 +120,15 @@ pub async fn at_groups(world: &mut World, what: &str, limit: Duration) -> (Targe
             let targets = Targets::read(&w.admin).await;
             let pods = w.pods(NS).await;
             let mut off = Vec::new();
+            // A replacement not created yet is a pod off too: an evicted
+            // pod's DaemonSet is whole again only once it is back.
+            let nodes = w.nodes.all().len();
+            for ds in crate::workloads::SCOPED {
+                let have = pods.iter().filter(|p| daemonset_of(p) == *ds).count();
+                if have != nodes {
+                    off.push(format!("{ds}: {have} pods on {nodes} nodes"));
+                }
+            }
             for pod in &pods {
                 let Some(shape) = w.nodes.get(&node_of(pod)) else {
                     off.push(format!("{} unbound", name(pod)));
@@ -128,10 +137,11 @@ pub async fn at_groups(world: &mut World, what: &str, limit: Duration) -> (Targe
                 let want = targets.expected(&daemonset_of(pod), &labels(&shape));
                 if !crate::steps::running(pod) || pod_resources(pod) != [want; 3] {
                     off.push(format!(
-                        "{} on {} {:?} want {want:?}",
+                        "{} on {} {:?} want {want:?} {:?}",
                         name(pod),
                         node_of(pod),
-                        pod_resources(pod)
+                        pod_resources(pod),
+                        crate::steps::resize_conditions(pod)
                     ));
                 }
             }

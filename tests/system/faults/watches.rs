@@ -50,11 +50,7 @@ pub async fn run(world: &mut World) {
     recommend(world, "agent", 6, 5).await;
     let written = Targets::read(&world.admin).await;
     let index = world.n.next_multiple_of(3) + 4;
-    let shape = world
-        .nodes
-        .register(&world.admin, index, index + 1)
-        .await
-        .remove(0);
+    let shape = world.nodes.join(&world.admin, index).await;
     let joined = shape.name.clone();
     let (targets, pods) = at_groups(
         world,

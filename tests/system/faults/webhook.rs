@@ -90,11 +90,7 @@ pub async fn run(world: &mut World) {
     recommend(world, "agent", 3, 2).await;
     recommend(world, "exporter", 3, 2).await;
     let index = world.n.next_multiple_of(3) + 2;
-    let shape = world
-        .nodes
-        .register(&world.admin, index, index + 1)
-        .await
-        .remove(0);
+    let shape = world.nodes.join(&world.admin, index).await;
     let joined = shape.name.clone();
     // agent resizes in place meanwhile, the new node's pod too.
     let agent_done = until(

@@ -112,6 +112,12 @@ impl Nodes {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Registers Node `index` alone: a node joining the running cluster.
+    pub async fn join(&self, client: &Client, index: usize) -> NodeShape {
+        let mut joined = self.register(client, index, index + 1).await;
+        joined.remove(0)
+    }
+
     /// Registers Nodes `from..to` (their objects, status and Leases), as
     /// kubelets starting at once would.
     pub async fn register(&self, client: &Client, from: usize, to: usize) -> Vec<NodeShape> {
