@@ -10,7 +10,10 @@
 //! - the process's CPU time (`getrusage`, user + system) of one
 //!   `plan_pass`, the first one and the median [min-max] of all runs;
 //! - peak RSS during the pass (VmHWM, reset before it) and RSS with the
-//!   pass's plans still held.
+//!   pass's plans still held;
+//! - the CPU time of what the running updater logs of the pods it leaves
+//!   alone (`update::told`): the first pass tells every held-back pod,
+//!   later passes with the same decisions tell none.
 //!
 //! Each variant runs in a child process so RSS is its own.
 //!
@@ -90,6 +93,8 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
     let config = UpdateConfig::default();
     let mut memory = Memory::default();
     let mut times = Vec::new();
+    let mut told = nodescope::update::told::Told::default();
+    let mut telling = Vec::new();
     let (mut peak, mut with_plans, mut counts) = (f64::NAN, f64::NAN, String::new());
     for run in 0..runs {
         memory.retain_live(&workloads);
@@ -98,6 +103,9 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
         let started = cpu();
         let plans = plan_pass(&snapshot, &workloads, &config, &mut memory, true, NOW);
         times.push((cpu() - started).as_secs_f64());
+        let started = cpu();
+        let lines = told.news(&plans).len();
+        telling.push(((cpu() - started).as_secs_f64(), lines));
         if run == 0 {
             if reset {
                 peak = status_mib("VmHWM:");
@@ -129,6 +137,14 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
         median(times.clone()),
     );
     eprintln!("  {scope:?}: rss before building {before:.1} MiB; {counts}; {runs} passes");
+    let later: Vec<f64> = telling.iter().skip(1).map(|(t, _)| *t).collect();
+    eprintln!(
+        "  {scope:?}: told: first pass {:.3} s CPU, {} lines; later passes median {:.3} s, {} lines",
+        telling[0].0,
+        telling[0].1,
+        if later.is_empty() { f64::NAN } else { median(later) },
+        telling.iter().skip(1).map(|(_, n)| n).sum::<usize>(),
+    );
 }
 
 fn main() {

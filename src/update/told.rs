@@ -10,13 +10,17 @@
 //! same way. A pod the pass acts on is logged by the act itself.
 
 use super::{Action, PodPlan};
-use std::borrow::Cow;
 use std::collections::HashMap;
+use std::sync::Arc;
 
-/// The reason last logged for each pod the updater left alone.
+/// The reason last logged for each pod the updater left alone, by
+/// (namespace, name): the plan's own shared names, so that a pass over
+/// pods whose reason did not change allocates nothing.
 #[derive(Debug, Default)]
 pub struct Told {
-    last: HashMap<String, (Action, Cow<'static, str>)>,
+    /// The action and a hash of the reason: comparing hashes needs no copy
+    /// of the reason, which is often a string built for that pass.
+    last: HashMap<(Arc<str>, Arc<str>), (Action, u64)>,
 }
 
 /// One line to log: the pod, the action (`deferred` or `none`) and why.
@@ -30,8 +34,14 @@ pub struct Line<'p> {
     pub reason: &'p str,
 }
 
+fn hash(reason: &str) -> u64 {
+    use std::hash::{BuildHasher, BuildHasherDefault};
+    // A fixed hasher: the same reason hashes the same on every pass.
+    BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(reason)
+}
+
 /// Pods at their recommendation are the steady state: not worth a line.
-const SETTLED: &str = "at its recommendation";
+pub const SETTLED: &str = "at its recommendation";
 
 impl Told {
     /// The lines this pass adds: the pods left alone whose reason is not
@@ -44,19 +54,17 @@ impl Told {
             if plan.action.acts() || plan.reason == SETTLED {
                 continue;
             }
-            let pod = format!("{}/{}", plan.namespace, plan.pod);
-            let told = self
-                .last
-                .remove(&pod)
-                .filter(|(action, reason)| *action == plan.action && *reason == plan.reason);
+            let key = (plan.namespace.clone(), plan.pod.clone());
+            let said = (plan.action, hash(&plan.reason));
+            let told = self.last.remove(&key).filter(|last| *last == said);
             if told.is_none() {
                 lines.push(Line {
-                    pod: pod.clone(),
+                    pod: format!("{}/{}", plan.namespace, plan.pod),
                     action: plan.action,
                     reason: &plan.reason,
                 });
             }
-            seen.insert(pod, (plan.action, plan.reason.clone()));
+            seen.insert(key, said);
         }
         self.last = seen;
         lines
@@ -77,6 +85,7 @@ impl Told {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::borrow::Cow;
 
     fn plan(pod: &str, action: Action, reason: &'static str) -> PodPlan {
         PodPlan {
