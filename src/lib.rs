@@ -23,6 +23,7 @@ pub mod quantity;
 pub mod recommend;
 pub mod selector;
 pub mod server;
+pub mod stale;
 pub mod store;
 pub mod throttle;
 pub mod tls;

@@ -99,15 +99,11 @@ async fn send(
     }
 }
 
-/// A changed object (the `test` of its resourceVersion failed: 422 from the
-/// JSON patch, or 409) or one that is gone (404).
+/// A changed object (the `test` of its resourceVersion failed, or 409) or
+/// one that is gone (404): [`crate::stale`].
 fn is_conflict(error: &kube::Error) -> bool {
     match error {
-        kube::Error::Api(status) => {
-            status.code == 409
-                || status.code == 404
-                || (status.code == 422 && status.message.contains("test"))
-        }
+        kube::Error::Api(status) => crate::stale::is_stale(status),
         _ => false,
     }
 }
@@ -155,11 +151,9 @@ mod tests {
 
     #[test]
     fn a_failed_test_a_conflict_or_a_gone_object_is_a_conflict_and_the_rest_failures() {
-        // What the apiserver answers when the JSON patch's test fails.
-        let test_failed = api_error(
-            422,
-            "the server rejected our request due to an error in our request: testing value /metadata/resourceVersion failed: test failed",
-        );
+        // What kube-apiserver v1.36.2 answers when the JSON patch's test
+        // fails: the generic message, no details.
+        let test_failed = api_error(422, crate::stale::PATCH_NOT_APPLIED);
         assert!(is_conflict(&test_failed));
         assert!(is_conflict(&api_error(409, "the object has been modified")));
         assert!(is_conflict(&api_error(404, "not found")));

@@ -181,11 +181,7 @@ pub async fn resize(
             let message = status.message.clone();
             if message.contains("enough allocatable") || message.contains("Infeasible") {
                 Err(ResizeError::Infeasible { pod, message })
-            } else if status.code == 404
-                || status.code == 409
-                || message.contains("testing value")
-                || message.contains("test failed")
-            {
+            } else if crate::stale::is_stale(&status) {
                 Err(ResizeError::Stale { pod, message })
             } else {
                 Err(ResizeError::Api {

@@ -138,7 +138,13 @@ pub fn start(
         .to_owned();
     let token = token(cluster, &namespace, &account);
     let config = cluster.plane.dir.join(format!("{instance}.kubeconfig"));
-    kubeconfig(&config, &cluster.plane, &format!("    token: {token}"));
+    // Through the front, so that fault 6 can cut its connections.
+    kubeconfig(
+        &config,
+        &cluster.plane,
+        &cluster.api.url(),
+        &format!("    token: {token}"),
+    );
     let metrics_port = free_port();
     let mut overrides = launch.overrides;
     overrides.push((launch.metrics_flag, format!("127.0.0.1:{metrics_port}")));

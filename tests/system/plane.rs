@@ -14,6 +14,8 @@ use std::time::Duration;
 /// The control plane and its two controllers. Field order is drop order:
 /// the controllers stop before the apiserver.
 pub struct Cluster {
+    /// Where nodescope's components reach the apiserver (fault 6 cuts it).
+    pub api: crate::front::Front,
     pub scheduler: Process,
     pub controller_manager: Process,
     pub plane: ControlPlane,
@@ -32,12 +34,12 @@ rules:
 ";
 
 /// A kubeconfig for `server` with `user` (YAML of a kubeconfig `user:`).
-pub fn kubeconfig(path: &Path, plane: &ControlPlane, user: &str) {
+pub fn kubeconfig(path: &Path, plane: &ControlPlane, server: &str, user: &str) {
     let ca =
         std::fs::read_to_string(plane.dir.join("ca.crt")).unwrap_or_else(|e| panic!("ca.crt: {e}"));
     let text = format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: system\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: u\n  user:\n{user}\ncontexts:\n- name: system\n  context: {{cluster: system, user: u}}\ncurrent-context: system\n",
-        plane.url,
+        server,
         base64::engine::general_purpose::STANDARD.encode(ca),
     );
     std::fs::write(path, text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -53,6 +55,7 @@ fn certificate_kubeconfig(plane: &ControlPlane, common: &str, group: Option<&str
     kubeconfig(
         &path,
         plane,
+        &plane.url,
         &format!(
             "    client-certificate-data: {}\n    client-key-data: {}",
             b64(&cert),
@@ -144,7 +147,15 @@ impl Cluster {
             plane.dir.join("kube-scheduler.log"),
         )
         .unwrap_or_else(|e| panic!("{e}"));
+        let port = plane
+            .url
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse::<u16>().ok())
+            .unwrap_or_else(|| panic!("no port in {}", plane.url));
+        let api = crate::front::Front::start(vec![([127, 0, 0, 1], port).into()]).await;
         let mut cluster = Cluster {
+            api,
             scheduler,
             controller_manager,
             plane,

@@ -52,6 +52,17 @@ pub struct World {
     pub recorded_until: i64,
     _front: Front,
     _heartbeat: tokio::task::JoinHandle<()>,
+    /// Whether the logs were kept already (a failed wait keeps them).
+    logs_kept: std::sync::atomic::AtomicBool,
+}
+
+/// A step that panics outside [`until`] (an assertion) keeps the logs too.
+impl Drop for World {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.keep_logs();
+        }
+    }
 }
 
 impl World {
@@ -117,6 +128,12 @@ impl World {
     /// where: on a failure, and on a pass with `NODESCOPE_SYSTEM_KEEP_LOGS`
     /// set (to read what the components said of a run that held).
     pub fn keep_logs(&self) {
+        if self
+            .logs_kept
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return;
+        }
         let kept = tempfile::Builder::new()
             .prefix("nodescope-system-logs-")
             .tempdir()
@@ -400,6 +417,7 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         recorded_until: 0,
         _front: front,
         _heartbeat: heartbeat,
+        logs_kept: std::sync::atomic::AtomicBool::new(false),
     };
     steps::created(&mut world).await;
     steps::converge(&mut world).await;

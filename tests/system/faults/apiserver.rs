@@ -8,9 +8,6 @@
 //!   VPA keeps a readable status and a complete set of checkpoints, and the
 //!   recommender's writes go on once it is back.
 //!
-//! The second start adds `--min-request-timeout=15`, so from then on every
-//! watch is cut by the apiserver after 15 to 30 s (fault 6).
-//!
 //! Every component is checked to have reconnected: each leader still leads
 //! (one per Lease) and the running components answer `/readyz`.
 
@@ -22,10 +19,6 @@ use crate::workloads::NS;
 use kube::api::{Api, DynamicObject, ListParams};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-
-/// How long each watch lasts at most after the second restart (the
-/// apiserver picks between this and twice this).
-pub const MIN_REQUEST_TIMEOUT: u64 = 15;
 
 /// For each VPA, the shard counts of its checkpoint sets (by `writtenAt`)
 /// and how many of each set's shards are there.
@@ -60,7 +53,7 @@ async fn checkpoint_sets(world: &World) -> BTreeMap<String, Vec<(usize, usize)>>
 
 /// Every leader Lease has one leader again, and every running component
 /// answers `/readyz`.
-async fn reconnected(world: &mut World, what: &str) {
+pub async fn reconnected(world: &mut World, what: &str) {
     until(world, what, Duration::from_secs(90), |w| {
         Box::pin(async move {
             for c in w.components.iter().filter(|c| c.running) {
@@ -169,7 +162,7 @@ pub async fn run(world: &mut World) {
     let away = world
         .cluster
         .plane
-        .restart_apiserver(&[format!("--min-request-timeout={MIN_REQUEST_TIMEOUT}")])
+        .restart_apiserver(&[])
         .await
         .unwrap_or_else(|e| panic!("the apiserver did not come back: {e}"));
     reconnected(world, "every component back after the second restart").await;
