@@ -128,8 +128,16 @@ pub async fn run(world: &mut World) {
         .value("sum(nodescope_updater_failed_in_place_update_attempts_total)")
         .await
         .unwrap_or(0.0);
+    // A resize decided on a pod the watch had not caught up with is
+    // refused (its resourceVersion test fails) and counted Stale; the rest
+    // failed on the way (the apiserver away).
+    let stale = world
+        .prometheus
+        .value("sum(nodescope_updater_failed_in_place_update_attempts_total{reason=\"Stale\"})")
+        .await
+        .unwrap_or(0.0);
     say(world.began, &format!(
-        "fault 5: apiserver restarted after {mid} of {} resizes, away {:.1} s; every component reconnected; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; failed resize attempts so far {failed}",
+        "fault 5: apiserver restarted after {mid} of {} resizes, away {:.1} s; every component reconnected; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; failed resize attempts so far {failed}, {stale} of them Stale (refused, decided again)",
         agents,
         away.as_secs_f64()
     ));

@@ -135,13 +135,19 @@ pub async fn at_groups(world: &mut World, what: &str, limit: Duration) -> (Targe
                     continue;
                 };
                 let want = targets.expected(&daemonset_of(pod), &labels(&shape));
-                if !crate::steps::running(pod) || pod_resources(pod) != [want; 3] {
+                // A resize condition left on a pod whose resources are all
+                // at its group is off too: the updater reads it as a resize
+                // still under way (and the pod as disrupted).
+                let conditions = crate::steps::resize_conditions(pod);
+                if !crate::steps::running(pod)
+                    || pod_resources(pod) != [want; 3]
+                    || !conditions.is_empty()
+                {
                     off.push(format!(
-                        "{} on {} {:?} want {want:?} {:?}",
+                        "{} on {} {:?} want {want:?} {conditions:?}",
                         name(pod),
                         node_of(pod),
                         pod_resources(pod),
-                        crate::steps::resize_conditions(pod)
                     ));
                 }
             }
@@ -151,7 +157,7 @@ pub async fn at_groups(world: &mut World, what: &str, limit: Duration) -> (Targe
                 Err(format!(
                     "{} pods off: {}",
                     off.len(),
-                    off.iter().take(3).cloned().collect::<Vec<_>>().join("; ")
+                    off.iter().take(6).cloned().collect::<Vec<_>>().join("; ")
                 ))
             }
         })
