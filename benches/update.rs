@@ -119,7 +119,7 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
                 plans.len(),
                 count(&|p| p.action == Action::Resize),
                 count(&|p| p.action == Action::Evict),
-                count(&|p| p.reason == "at its recommendation"),
+                count(&|p| p.reason == nodescope::update::SETTLED),
                 count(&|p| p.action == Action::Deferred),
                 count(&|p| p.reason.contains("below --pod-update-threshold")),
             );

@@ -311,7 +311,7 @@ async fn act(
                     )
                     .await;
                 }
-                Err(kube::Error::Api(status)) if status.code == 404 || status.code == 409 => {
+                Err(kube::Error::Api(status)) if crate::stale::is_stale(&status) => {
                     metrics.eviction_failed("Stale");
                     tracing::info!(pod = %key, message = %status.message, "eviction not needed: the pod changed or is gone");
                 }

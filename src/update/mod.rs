@@ -31,6 +31,10 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use self::plan::{plan_pass, Memory};
+
+/// The reason of a pod already at its recommendation: the steady state,
+/// which the running updater does not log (`told`) and the bench counts.
+pub const SETTLED: &str = "at its recommendation";
 pub use self::workloads::{DaemonSetInfo, Workloads};
 
 /// The numbers upstream's updater takes as flags, with its defaults.

@@ -186,7 +186,7 @@ impl Group<'_> {
                 && desired::at_target(&plan, pod, &sizing)
                 && resize_ops(&view, &sizing).is_empty();
             if settled {
-                plan.reason = super::told::SETTLED.into();
+                plan.reason = super::SETTLED.into();
                 push(out, plan);
                 continue;
             }

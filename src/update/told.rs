@@ -9,7 +9,7 @@
 //! (`none`: a change too small, a balloon, updateMode Off) at debug, the
 //! same way. A pod the pass acts on is logged by the act itself.
 
-use super::{Action, PodPlan};
+use super::{Action, PodPlan, SETTLED};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -39,9 +39,6 @@ fn hash(reason: &str) -> u64 {
     // A fixed hasher: the same reason hashes the same on every pass.
     BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default().hash_one(reason)
 }
-
-/// Pods at their recommendation are the steady state: not worth a line.
-pub const SETTLED: &str = "at its recommendation";
 
 impl Told {
     /// The lines this pass adds: the pods left alone whose reason is not
