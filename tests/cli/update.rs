@@ -175,6 +175,11 @@ fn numeric_and_duration_flags_outside_their_range_are_refused_before_connecting(
         (&["features", "controller"], "--period", "0s", "\"0s\": the interval must be longer than 0 (such as 10s)"),
         (&["serve", "--demo"], "--reload-interval", "0", "expected a whole number of seconds >= 1, not \"0\""),
         (&["serve", "--demo"], "--idle-timeout", "-5", "expected a whole number of seconds >= 1, not \"-5\""),
+        (&["update"], "--log-level", "nodescope=loud", "\"nodescope=loud\" is not a log filter (error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5); such as info, or info,nodescope=debug"),
+        (&["recommend"], "--log-level", "nodescope=loud", "\"nodescope=loud\" is not a log filter (error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5); such as info, or info,nodescope=debug"),
+        (&["balloon", "controller"], "--log-level", "nodescope=loud", "\"nodescope=loud\" is not a log filter (error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5); such as info, or info,nodescope=debug"),
+        (&["features", "controller"], "--log-level", "nodescope=loud", "\"nodescope=loud\" is not a log filter (error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5); such as info, or info,nodescope=debug"),
+        (&["serve", "--demo"], "--log-level", "nodescope=loud", "\"nodescope=loud\" is not a log filter (error parsing level filter: expected one of \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or a number 0-5); such as info, or info,nodescope=debug"),
         (&["update"], "--updater-interval", "7", "\"7\" has a number without a unit: write 7s for seconds (such as 30s, 1.5m, 1h30m or 12h0m0s (units ns, us, ms, s, m, h))"),
     ];
     // Checked together, so after parsing; still before connecting.

@@ -111,6 +111,20 @@ pub fn interval(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// `--log-level`: a tracing filter (`info`, `info,nodescope=debug`).
+///
+/// # Errors
+/// When the filter does not parse, naming it.
+pub fn log_filter(text: &str) -> Result<String, String> {
+    // Checked here, where a typo can still be named, rather than when the
+    // logger starts, where it could only fall back to `info` unsaid.
+    tracing_subscriber::EnvFilter::try_new(text)
+        .map(|_| text.to_owned())
+        .map_err(|e| {
+            format!("{text:?} is not a log filter ({e}); such as info, or info,nodescope=debug")
+        })
+}
+
 /// A Lease's duration: whole seconds, at least 2s (`leaseDurationSeconds`
 /// is an integer, and the leader renews a third of it, at least a second,
 /// before expiry); checked here so that a wrong one stops the command

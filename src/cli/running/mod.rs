@@ -19,7 +19,7 @@ pub struct LogFlags {
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: crate::cli::LogFormat,
     /// A tracing filter such as `info` or `nodescope=debug`.
-    #[arg(long, default_value = "info")]
+    #[arg(long, default_value = "info", value_parser = crate::cli::flags::log_filter)]
     pub log_level: String,
 }
 

@@ -106,7 +106,7 @@ pub struct ServeArgs {
     #[arg(long, env = "NODESCOPE_LOG_FORMAT", value_enum, default_value = "text")]
     pub log_format: LogFormat,
     /// A tracing filter such as `info` or `nodescope=debug`.
-    #[arg(long, env = "NODESCOPE_LOG_LEVEL", default_value = "info")]
+    #[arg(long, env = "NODESCOPE_LOG_LEVEL", default_value = "info", value_parser = flags::log_filter)]
     pub log_level: String,
     /// Make throwaway certificates, serve the example store built into the
     /// binary on 127.0.0.1:8443 and print curl lines that post sample reviews.
