@@ -95,3 +95,36 @@ fn the_captured_reviews_are_in_the_repository_with_their_readme() {
         );
     }
 }
+
+#[test]
+fn every_test_control_plane_has_a_loopback_service_range() {
+    // A `service:` webhook makes the apiserver dial the Service's IP: with a
+    // range in 127.0.0.0/8, a shipped configuration applied as it is in a
+    // test can only reach this machine.
+    let mut all = Vec::new();
+    files(&root().join("tests"), &mut all);
+    let flag = "--service-cluster-ip-range=";
+    let mut ranges = Vec::new();
+    for path in all.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        for (at, _) in text.match_indices(flag) {
+            let value: String = text[at + flag.len()..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '/')
+                .collect();
+            if !value.is_empty() {
+                let file = path.strip_prefix(root()).unwrap_or(path).display();
+                ranges.push(format!("{file}: {value}"));
+            }
+        }
+    }
+    assert!(
+        !ranges.is_empty(),
+        "no control plane in tests/ sets {flag}"
+    );
+    let off: Vec<&String> = ranges
+        .iter()
+        .filter(|r| !r.rsplit(": ").next().is_some_and(|v| v.starts_with("127.")))
+        .collect();
+    assert!(off.is_empty(), "{off:?}");
+}

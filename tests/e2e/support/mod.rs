@@ -189,7 +189,10 @@ impl ControlPlane {
                 pki.service_account_key.display()
             ))
             .arg("--service-account-issuer=https://kubernetes.default.svc")
-            .arg("--service-cluster-ip-range=10.0.0.0/24")
+            // A loopback service range: a `service:` webhook registered as
+            // shipped makes the apiserver dial the Service's IP, which then
+            // stays on this machine (refused, or a test's own listener).
+            .arg("--service-cluster-ip-range=127.200.0.0/16")
             .arg("--allow-privileged=true")
             .arg("--authorization-mode=RBAC")
             // With these on, an apiserver stopped with its etcd hangs in
