@@ -18,6 +18,7 @@ mod kustomize;
 mod suites;
 mod update;
 mod upstream_flags;
+mod webhook_preview;
 
 use serde_json::Value;
 use std::io::Write;

@@ -177,6 +177,8 @@ impl Engine {
     /// Builds the engine from policies and cluster state: params and
     /// recommendations, in order of precedence (later wins). State objects
     /// are defaulted as the apiserver did when they were created.
+    /// `missing_node` and `boost` are the webhook's settings, as `serve`
+    /// builds its [`Decider`] from the same flags.
     ///
     /// # Errors
     /// When a VPA or LimitRange among `state` cannot be used.
@@ -184,6 +186,7 @@ impl Engine {
         policies: Arc<PolicySet>,
         mut state: Vec<Value>,
         missing_node: crate::mutate::MissingNodeRecommendation,
+        boost: crate::mutate::BoostSettings,
         kinds: Kinds,
     ) -> Result<Self, RunError> {
         let classes = PriorityClasses::from_objects(&state);
@@ -197,10 +200,9 @@ impl Engine {
         }
         Ok(Self {
             decider: Decider {
-                store: Arc::new(store),
-                policies,
                 missing_node,
-                boost: crate::mutate::BoostSettings::default(),
+                boost,
+                ..Decider::new(Arc::new(store), policies)
             },
             classes,
             kinds,

@@ -123,6 +123,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         Arc::new(policies),
         state,
         args.missing_node_recommendation.into(),
+        args.mutation.boost(),
         kinds,
     )
     .map_err(|e| locate(e, &located))?;
