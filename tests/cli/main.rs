@@ -11,6 +11,7 @@ mod exclude;
 mod fake_api;
 mod features;
 mod inputs;
+mod kinds_v1_36;
 mod kubectl;
 mod kubectl_output;
 mod kubectl_scope;

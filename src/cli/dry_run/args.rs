@@ -3,9 +3,11 @@
 //! manifest is sent as (`--operation`, `--as`), so that the offline verdict
 //! is the one the apiserver would get. The webhook's own flags
 //! (`--feature-gates`, `--max-allowed-cpu-boost`) are `serve`'s, flattened,
-//! so that the preview is the webhook's answer.
+//! so that the preview is the webhook's answer; `--kubeconfig` and
+//! `--context` are kubectl's, for the kinds a cluster serves.
 
 use crate::cli::flags::mutation::MutationFlags;
+use crate::cli::kubectl::cluster::ClusterFlags;
 use crate::cli::MissingNode;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -104,6 +106,11 @@ pub struct DryRunArgs {
     /// the boosted pod the webhook would patch.
     #[command(flatten)]
     pub mutation: MutationFlags,
+    /// Read the kinds (and versions) the cluster serves from its discovery,
+    /// once, instead of the built-in Kubernetes v1.36 table: a cluster with
+    /// CRDs or other versions. Without either flag dry-run never connects.
+    #[command(flatten)]
+    pub cluster: ClusterFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DryRunFormat,
