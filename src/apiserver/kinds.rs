@@ -3,17 +3,20 @@
 //! A dry run that guessed the resource of a kind it did not know (`Pods`
 //! becoming `podses`) matched no policy and reported "allowed": a CI gate
 //! passing what it never checked. So a manifest's kind must be one the
-//! apiserver would serve: a Kubernetes built-in (taken from `k8s-openapi`, so
-//! the plurals and scopes are the API's own, not an English guess), a kind
+//! apiserver would serve: a Kubernetes built-in (what a default v1.36
+//! apiserver's discovery lists, [`super::builtin`], so the plurals and
+//! scopes are the API's own, not an English guess), or, with
+//! [`Kinds::served_by`], what a cluster's own discovery lists; a kind
 //! nodescope itself reads (the VerticalPodAutoscaler, the bundle's
-//! `Feature`), or a kind defined by a CustomResourceDefinition among the
+//! `Feature`); or a kind defined by a CustomResourceDefinition among the
 //! inputs.
 
+use super::builtin::{self, SERVED};
 use super::review::group_version;
 use crate::json::str_at;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock};
 
 /// How the apiserver serves one kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,143 +31,42 @@ pub struct KindInfo {
 /// `(group, kind)` to how it is served.
 type Table = HashMap<(String, String), KindInfo>;
 
-/// The kinds a run knows: the built-ins plus the CRDs among its inputs.
+/// The kinds a run knows: the built-ins (or a cluster's) plus the CRDs
+/// among its inputs.
 #[derive(Debug, Clone, Default)]
 pub struct Kinds {
     /// CRD-defined kinds; they may also redefine a built-in one.
     defined: Table,
+    /// What a cluster's discovery listed; the built-in table when `None`.
+    cluster: Option<Arc<Cluster>>,
 }
 
-/// Whether a `k8s-openapi` scope is a namespace's; subresources (Scale,
-/// Eviction) have no such impl, so they cannot be listed by mistake.
-trait Scope {
-    const NAMESPACED: bool;
+/// A cluster's kinds.
+#[derive(Debug)]
+struct Cluster {
+    /// What its discovery listed, with nodescope's own kinds where it
+    /// lists none of them.
+    table: Table,
+    /// Group versions whose discovery failed, and why.
+    unreadable: HashMap<String, String>,
 }
 
-impl Scope for k8s_openapi::NamespaceResourceScope {
-    const NAMESPACED: bool = true;
+/// One kind at one version a cluster's discovery lists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// `v1`, `apps/v1`.
+    pub api_version: String,
+    pub kind: String,
+    pub resource: String,
+    pub namespaced: bool,
 }
 
-impl Scope for k8s_openapi::ClusterResourceScope {
-    const NAMESPACED: bool = false;
-}
-
-/// `(group, version, kind, resource, namespaced)` of each listed type.
-macro_rules! builtin_kinds {
-    ($($path:path),* $(,)?) => {
-        &[$((
-            <$path as k8s_openapi::Resource>::GROUP,
-            <$path as k8s_openapi::Resource>::VERSION,
-            <$path as k8s_openapi::Resource>::KIND,
-            <$path as k8s_openapi::Resource>::URL_PATH_SEGMENT,
-            <<$path as k8s_openapi::Resource>::Scope as Scope>::NAMESPACED,
-        )),*]
-    };
-}
-
-type Builtin = (&'static str, &'static str, &'static str, &'static str, bool);
-
-/// Every top-level resource type of the Kubernetes API that `k8s-openapi`
-/// (the version the `kube` client is built for) describes.
-const BUILTIN: &[Builtin] = {
-    use k8s_openapi::api::*;
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions;
-    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration;
-    builtin_kinds![
-        admissionregistration::v1::MutatingWebhookConfiguration,
-        admissionregistration::v1::ValidatingAdmissionPolicy,
-        admissionregistration::v1::ValidatingAdmissionPolicyBinding,
-        admissionregistration::v1::ValidatingWebhookConfiguration,
-        admissionregistration::v1alpha1::MutatingAdmissionPolicy,
-        admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
-        admissionregistration::v1beta1::ValidatingAdmissionPolicy,
-        admissionregistration::v1beta1::ValidatingAdmissionPolicyBinding,
-        apiserverinternal::v1alpha1::StorageVersion,
-        apps::v1::ControllerRevision,
-        apps::v1::DaemonSet,
-        apps::v1::Deployment,
-        apps::v1::ReplicaSet,
-        apps::v1::StatefulSet,
-        authentication::v1::SelfSubjectReview,
-        authentication::v1::TokenReview,
-        authorization::v1::LocalSubjectAccessReview,
-        authorization::v1::SelfSubjectAccessReview,
-        authorization::v1::SelfSubjectRulesReview,
-        authorization::v1::SubjectAccessReview,
-        autoscaling::v1::HorizontalPodAutoscaler,
-        autoscaling::v2::HorizontalPodAutoscaler,
-        batch::v1::CronJob,
-        batch::v1::Job,
-        certificates::v1::CertificateSigningRequest,
-        certificates::v1alpha1::ClusterTrustBundle,
-        certificates::v1beta1::ClusterTrustBundle,
-        coordination::v1::Lease,
-        coordination::v1alpha2::LeaseCandidate,
-        coordination::v1beta1::LeaseCandidate,
-        core::v1::Binding,
-        core::v1::ComponentStatus,
-        core::v1::ConfigMap,
-        core::v1::Endpoints,
-        core::v1::Event,
-        core::v1::LimitRange,
-        core::v1::Namespace,
-        core::v1::Node,
-        core::v1::PersistentVolume,
-        core::v1::PersistentVolumeClaim,
-        core::v1::Pod,
-        core::v1::PodTemplate,
-        core::v1::ReplicationController,
-        core::v1::ResourceQuota,
-        core::v1::Secret,
-        core::v1::Service,
-        core::v1::ServiceAccount,
-        discovery::v1::EndpointSlice,
-        events::v1::Event,
-        flowcontrol::v1::FlowSchema,
-        flowcontrol::v1::PriorityLevelConfiguration,
-        networking::v1::IPAddress,
-        networking::v1::Ingress,
-        networking::v1::IngressClass,
-        networking::v1::NetworkPolicy,
-        networking::v1::ServiceCIDR,
-        networking::v1beta1::IPAddress,
-        networking::v1beta1::ServiceCIDR,
-        node::v1::RuntimeClass,
-        policy::v1::PodDisruptionBudget,
-        rbac::v1::ClusterRole,
-        rbac::v1::ClusterRoleBinding,
-        rbac::v1::Role,
-        rbac::v1::RoleBinding,
-        resource::v1alpha3::DeviceClass,
-        resource::v1alpha3::DeviceTaintRule,
-        resource::v1alpha3::ResourceClaim,
-        resource::v1alpha3::ResourceClaimTemplate,
-        resource::v1alpha3::ResourceSlice,
-        resource::v1beta1::DeviceClass,
-        resource::v1beta1::ResourceClaim,
-        resource::v1beta1::ResourceClaimTemplate,
-        resource::v1beta1::ResourceSlice,
-        resource::v1beta2::DeviceClass,
-        resource::v1beta2::ResourceClaim,
-        resource::v1beta2::ResourceClaimTemplate,
-        resource::v1beta2::ResourceSlice,
-        scheduling::v1::PriorityClass,
-        storage::v1::CSIDriver,
-        storage::v1::CSINode,
-        storage::v1::CSIStorageCapacity,
-        storage::v1::StorageClass,
-        storage::v1::VolumeAttachment,
-        storage::v1alpha1::VolumeAttributesClass,
-        storage::v1beta1::VolumeAttributesClass,
-        storagemigration::v1alpha1::StorageVersionMigration,
-        apiextensions::v1::CustomResourceDefinition,
-        apiregistration::v1::APIService,
-    ]
-};
+/// `(group, version, kind, resource, namespaced)`.
+type Own = (&'static str, &'static str, &'static str, &'static str, bool);
 
 /// The VerticalPodAutoscaler is installed by the VPA project, not by the
 /// bundle, but nodescope's webhook is about it, so it is always known.
-const NODESCOPE: &[Builtin] = &[
+const NODESCOPE: &[Own] = &[
     (
         "autoscaling.k8s.io",
         "v1",
@@ -181,10 +83,11 @@ const NODESCOPE: &[Builtin] = &[
     ),
 ];
 
-/// The built-ins, nodescope's own kinds and the CRDs of the bundle.
-static KNOWN: LazyLock<Table> = LazyLock::new(|| {
+/// nodescope's own kinds: the VerticalPodAutoscaler and the CRDs of the
+/// bundle.
+static OWN: LazyLock<Table> = LazyLock::new(|| {
     let mut table = Table::new();
-    for &(group, version, kind, resource, namespaced) in BUILTIN.iter().chain(NODESCOPE) {
+    for &(group, version, kind, resource, namespaced) in NODESCOPE {
         insert(&mut table, group, version, kind, resource, namespaced);
     }
     for (file, text) in crate::policy::bundle::FILES {
@@ -197,6 +100,44 @@ static KNOWN: LazyLock<Table> = LazyLock::new(|| {
     }
     table
 });
+
+/// The built-ins a default apiserver serves, then nodescope's own kinds.
+static KNOWN: LazyLock<Table> = LazyLock::new(|| {
+    let mut table = Table::new();
+    for row in SERVED.iter().filter(|row| row.by_default) {
+        let (group, version) = group_version(row.api_version);
+        insert(
+            &mut table,
+            group,
+            version,
+            row.kind,
+            row.resource,
+            row.namespaced,
+        );
+    }
+    merge(&mut table, &OWN);
+    table
+});
+
+/// `(group, version, kind)` that only `--runtime-config` turns on.
+static OPT_IN: LazyLock<HashSet<(&'static str, &'static str, &'static str)>> =
+    LazyLock::new(|| {
+        SERVED
+            .iter()
+            .filter(|row| !row.by_default)
+            .map(|row| {
+                let (group, version) = group_version(row.api_version);
+                (group, version, row.kind)
+            })
+            .collect()
+    });
+
+/// Adds the kinds of `from` that `table` does not have.
+fn merge(table: &mut Table, from: &Table) {
+    for (key, info) in from {
+        table.entry(key.clone()).or_insert_with(|| info.clone());
+    }
+}
 
 fn insert(
     table: &mut Table,
@@ -286,9 +227,67 @@ impl Kinds {
         add_crd(&mut self.defined, crd)
     }
 
+    /// The kinds a cluster's discovery lists, instead of the built-in
+    /// table; nodescope's own kinds stay known where the cluster lists
+    /// none of them (a preview before they are installed).
+    /// `unreadable` are the group versions whose discovery failed, with
+    /// why: a manifest of one is refused with that reason.
+    #[must_use]
+    pub fn served_by(discovered: &[Discovered], unreadable: Vec<(String, String)>) -> Self {
+        let mut table = Table::new();
+        for row in discovered {
+            let (group, version) = group_version(&row.api_version);
+            insert(
+                &mut table,
+                group,
+                version,
+                &row.kind,
+                &row.resource,
+                row.namespaced,
+            );
+        }
+        merge(&mut table, &OWN);
+        Self {
+            defined: Table::new(),
+            cluster: Some(Arc::new(Cluster {
+                table,
+                unreadable: unreadable.into_iter().collect(),
+            })),
+        }
+    }
+
+    /// The built-in part of the default table, for the test that holds it
+    /// to the captured discovery.
+    #[cfg(test)]
+    pub(crate) fn builtin_table() -> Vec<((String, String), KindInfo)> {
+        KNOWN
+            .iter()
+            .filter(|(key, _)| !OWN.contains_key(*key))
+            .map(|(key, info)| (key.clone(), info.clone()))
+            .collect()
+    }
+
+    fn known(&self) -> &Table {
+        self.cluster.as_ref().map_or(&KNOWN, |c| &c.table)
+    }
+
     fn info(&self, group: &str, kind: &str) -> Option<&KindInfo> {
         let key = (group.to_owned(), kind.to_owned());
-        self.defined.get(&key).or_else(|| KNOWN.get(&key))
+        self.defined.get(&key).or_else(|| self.known().get(&key))
+    }
+
+    /// Why `group/version` `kind` is not served by the built-in table
+    /// though Kubernetes has it: only `--runtime-config` or
+    /// `--feature-gates` turn it on.
+    fn opt_in(&self, group: &str, version: &str, kind: &str) -> Option<String> {
+        (self.cluster.is_none() && OPT_IN.contains(&(group, version, kind))).then(|| {
+            format!(
+                "a default Kubernetes {} apiserver does not serve {} (off unless its --runtime-config or \
+                 --feature-gates turn it on; --kubeconfig checks against a cluster's own kinds)",
+                builtin::VERSION,
+                join(group, version)
+            )
+        })
     }
 
     /// How `apiVersion`/`kind` is served.
@@ -298,18 +297,38 @@ impl Kinds {
     /// `unknown kind "Pods" (apiVersion v1): did you mean "Pod"?`.
     pub fn lookup(&self, api_version: &str, kind: &str) -> Result<&KindInfo, String> {
         let (group, version) = group_version(api_version);
+        let unknown = format!("unknown kind {kind:?} (apiVersion {api_version})");
+        let opt_in = self.opt_in(group, version, kind);
+        let unreadable = self
+            .cluster
+            .as_ref()
+            .and_then(|c| c.unreadable.get(api_version));
+        if let (Some(why), None) = (
+            unreadable,
+            self.defined.get(&(group.to_owned(), kind.to_owned())),
+        ) {
+            return Err(format!(
+                "{unknown}: the cluster's discovery of {api_version} failed: {why}"
+            ));
+        }
         match self.info(group, kind) {
             Some(info) if info.versions.iter().any(|v| v == version) => return Ok(info),
             Some(info) => {
-                return Err(format!(
-                    "unknown kind {kind:?} (apiVersion {api_version}): {kind} is served as {}",
+                let served = format!(
+                    "{kind} is served as {}",
                     or_list(info.versions.iter().map(|v| join(group, v)))
-                ))
+                );
+                return Err(match opt_in {
+                    Some(why) => format!("{unknown}: {served}; {why}"),
+                    None => format!("{unknown}: {served}"),
+                });
             }
             None => {}
         }
-        let unknown = format!("unknown kind {kind:?} (apiVersion {api_version})");
-        let all = || self.defined.iter().chain(KNOWN.iter());
+        if let Some(why) = opt_in {
+            return Err(format!("{unknown}: {why}"));
+        }
+        let all = || self.defined.iter().chain(self.known().iter());
         let mut elsewhere: Vec<String> = all()
             .filter(|((_, k), _)| k == kind)
             .flat_map(|((g, _), info)| info.versions.iter().map(|v| join(g, v)))
@@ -327,10 +346,13 @@ impl Kinds {
             .map(|((g, k), _)| (distance(&wanted, &k.to_lowercase()), g != group, k))
             .filter(|(d, _, _)| *d <= 2)
             .min();
-        match suggestion {
-            Some((_, _, close)) => Err(format!("{unknown}: did you mean {close:?}?")),
-            None => Err(format!(
+        match (suggestion, &self.cluster) {
+            (Some((_, _, close)), _) => Err(format!("{unknown}: did you mean {close:?}?")),
+            (None, None) => Err(format!(
                 "{unknown}: it is not built into Kubernetes and no CustomResourceDefinition among the inputs defines it"
+            )),
+            (None, Some(_)) => Err(format!(
+                "{unknown}: the cluster does not serve it and no CustomResourceDefinition among the inputs defines it"
             )),
         }
     }
@@ -375,74 +397,4 @@ fn distance(a: &str, b: &str) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn built_in_kinds_have_the_apis_own_resource_and_scope() {
-        let kinds = Kinds::default();
-        let pc = kinds.lookup("scheduling.k8s.io/v1", "PriorityClass");
-        assert_eq!(
-            pc.map(|i| (i.resource.as_str(), i.namespaced)),
-            Ok(("priorityclasses", false))
-        );
-        let ep = kinds.lookup("v1", "Endpoints");
-        assert_eq!(ep.map(|i| i.resource.as_str()), Ok("endpoints"));
-        let vpa = kinds.lookup("autoscaling.k8s.io/v1", "VerticalPodAutoscaler");
-        assert_eq!(vpa.map(|i| i.namespaced), Ok(true));
-        let feature = kinds.lookup("featureflags.nodescope.dev/v1alpha1", "Feature");
-        assert_eq!(feature.map(|i| i.resource.as_str()), Ok("features"));
-    }
-
-    #[test]
-    fn a_misspelled_kind_is_unknown_and_the_close_one_suggested() {
-        let kinds = Kinds::default();
-        assert_eq!(
-            kinds.lookup("v1", "Pods"),
-            Err(r#"unknown kind "Pods" (apiVersion v1): did you mean "Pod"?"#.to_owned())
-        );
-        assert_eq!(
-            kinds.lookup("v1", "pod"),
-            Err(r#"unknown kind "pod" (apiVersion v1): did you mean "Pod"?"#.to_owned())
-        );
-        assert_eq!(
-            kinds.lookup("v1", "Deployment"),
-            Err(
-                r#"unknown kind "Deployment" (apiVersion v1): Deployment is served as apps/v1"#
-                    .to_owned()
-            )
-        );
-        assert_eq!(
-            kinds.lookup("apps/v1beta2", "DaemonSet"),
-            Err(r#"unknown kind "DaemonSet" (apiVersion apps/v1beta2): DaemonSet is served as apps/v1"#.to_owned())
-        );
-        assert_eq!(
-            kinds.lookup("cert-manager.io/v1", "Issuer"),
-            Err(r#"unknown kind "Issuer" (apiVersion cert-manager.io/v1): it is not built into Kubernetes and no CustomResourceDefinition among the inputs defines it"#.to_owned())
-        );
-    }
-
-    #[test]
-    fn a_crd_among_the_inputs_defines_its_kind_at_its_served_versions() {
-        let mut kinds = Kinds::default();
-        let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "issuers.cert-manager.io"},
-            "spec": {"group": "cert-manager.io", "scope": "Cluster",
-                "names": {"kind": "Issuer", "plural": "issuers"},
-                "versions": [{"name": "v1", "served": true}, {"name": "v0", "served": false}]}});
-        assert_eq!(kinds.learn(&crd), Ok(()));
-        let issuer = kinds.lookup("cert-manager.io/v1", "Issuer");
-        assert_eq!(
-            issuer.map(|i| (i.resource.as_str(), i.namespaced)),
-            Ok(("issuers", false))
-        );
-        assert!(kinds.lookup("cert-manager.io/v0", "Issuer").is_err());
-        let broken = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "spec": {"group": "g", "scope": "Namespaced", "names": {"kind": "K"}, "versions": [{"name": "v1"}]}});
-        assert_eq!(
-            kinds.learn(&broken),
-            Err("CustomResourceDefinition has no `spec.names.plural`, so the kind it defines is unknown".to_owned())
-        );
-    }
-}
+mod tests;

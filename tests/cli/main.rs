@@ -11,6 +11,7 @@ mod exclude;
 mod fake_api;
 mod features;
 mod inputs;
+mod kinds_v1_36;
 mod kubectl;
 mod kubectl_output;
 mod kubectl_scope;
@@ -18,6 +19,7 @@ mod kustomize;
 mod suites;
 mod update;
 mod upstream_flags;
+mod webhook_preview;
 
 use serde_json::Value;
 use std::io::Write;

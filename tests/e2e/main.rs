@@ -18,6 +18,7 @@ mod asset_rules;
 mod balloon;
 #[path = "../common/mod.rs"]
 mod common;
+mod dry_run_kinds;
 mod election;
 mod enforcers;
 mod failures;
@@ -51,6 +52,7 @@ const STEPS: &[(&str, Step)] = &[
     // First: a cluster with only the VPA CRD, before `install` adds the rest.
     ("optional-crds", |p| optional_crds::run(p).boxed()),
     ("install", |p| install::run(p).boxed()),
+    ("dry-run-kinds", |p| dry_run_kinds::run(p).boxed()),
     // Before any step removes a binding with a ConfigMap param: see guard.rs.
     ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),

@@ -1,8 +1,13 @@
 //! `nodescope dry-run`'s flags: what to evaluate (kubectl's `-f` and `-k`),
 //! what the policies and the webhook read beside it, and the request each
 //! manifest is sent as (`--operation`, `--as`), so that the offline verdict
-//! is the one the apiserver would get.
+//! is the one the apiserver would get. The webhook's own flags
+//! (`--feature-gates`, `--max-allowed-cpu-boost`) are `serve`'s, flattened,
+//! so that the preview is the webhook's answer; `--kubeconfig` and
+//! `--context` are kubectl's, for the kinds a cluster serves.
 
+use crate::cli::flags::mutation::MutationFlags;
+use crate::cli::kubectl::cluster::ClusterFlags;
 use crate::cli::MissingNode;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
@@ -41,8 +46,12 @@ impl Operation {
     }
 }
 
-/// `nodescope dry-run`.
+/// `nodescope dry-run`. `serve` reads its flags from `NODESCOPE_*` too;
+/// a dry run reads only its command line, so that what it previews is
+/// what it was told.
 #[derive(Debug, Args, Clone)]
+#[command(mut_arg("feature_gates", |a| a.env(None::<&str>)))]
+#[command(mut_arg("max_allowed_cpu_boost", |a| a.env(None::<&str>)))]
 pub struct DryRunArgs {
     /// Manifests to evaluate: a file, a directory (recursively: .yaml, .yml,
     /// .json; a directory with a kustomization is rendered as -k does) or
@@ -92,6 +101,16 @@ pub struct DryRunArgs {
     /// What a pod gets when its VPA has no recommendation for its node.
     #[arg(long, value_enum, default_value = "aggregate")]
     pub missing_node_recommendation: MissingNode,
+    /// The webhook's `--feature-gates` and `--max-allowed-cpu-boost`, as
+    /// `serve` is given them: with `CPUStartupBoost=true` the preview shows
+    /// the boosted pod the webhook would patch.
+    #[command(flatten)]
+    pub mutation: MutationFlags,
+    /// Read the kinds (and versions) the cluster serves from its discovery,
+    /// once, instead of the built-in Kubernetes v1.36 table: a cluster with
+    /// CRDs or other versions. Without either flag dry-run never connects.
+    #[command(flatten)]
+    pub cluster: ClusterFlags,
     /// Output format.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
     pub output: DryRunFormat,

@@ -7,6 +7,7 @@
 //! for the per-binding verdicts. No rule is restated here.
 
 mod args;
+mod discovery;
 pub mod expand;
 pub mod junit;
 pub mod output;
@@ -46,6 +47,10 @@ pub enum RunError {
     /// code 2); [`locate`] puts it at its document.
     #[error("{}: {}", .0.object, field_and_reason(.0))]
     State(crate::store::ConvertError),
+    /// `--kubeconfig` or `--context` given, and the cluster's discovery
+    /// cannot be read (exit code 2: nothing can be checked against it).
+    #[error(transparent)]
+    Cluster(crate::cli::kubectl::cluster::ClusterError),
     /// A bug in nodescope (exit code 3).
     #[error("internal error: {0}")]
     Internal(String),
@@ -56,7 +61,7 @@ impl RunError {
     #[must_use]
     pub fn exit_code(&self) -> u8 {
         match self {
-            Self::Input(_) | Self::Policies(_) | Self::State(_) => 2,
+            Self::Input(_) | Self::Policies(_) | Self::State(_) | Self::Cluster(_) => 2,
             Self::Internal(_) => 3,
         }
     }
@@ -177,6 +182,8 @@ impl Engine {
     /// Builds the engine from policies and cluster state: params and
     /// recommendations, in order of precedence (later wins). State objects
     /// are defaulted as the apiserver did when they were created.
+    /// `missing_node` and `boost` are the webhook's settings, as `serve`
+    /// builds its [`Decider`] from the same flags.
     ///
     /// # Errors
     /// When a VPA or LimitRange among `state` cannot be used.
@@ -184,6 +191,7 @@ impl Engine {
         policies: Arc<PolicySet>,
         mut state: Vec<Value>,
         missing_node: crate::mutate::MissingNodeRecommendation,
+        boost: crate::mutate::BoostSettings,
         kinds: Kinds,
     ) -> Result<Self, RunError> {
         let classes = PriorityClasses::from_objects(&state);
@@ -197,10 +205,9 @@ impl Engine {
         }
         Ok(Self {
             decider: Decider {
-                store: Arc::new(store),
-                policies,
                 missing_node,
-                boost: crate::mutate::BoostSettings::default(),
+                boost,
+                ..Decider::new(Arc::new(store), policies)
             },
             classes,
             kinds,

@@ -90,7 +90,9 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
             unique.check(&document.value, &document.location)?;
         }
     }
-    let mut kinds = Kinds::default();
+    // The cluster's kinds are read before any manifest is (once, not per
+    // object); without --kubeconfig or --context, v1.36's.
+    let mut kinds = super::discovery::kinds(&args.cluster)?;
     for document in params.iter().chain(&recommendations) {
         learn(&mut kinds, document)?;
     }
@@ -123,6 +125,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         Arc::new(policies),
         state,
         args.missing_node_recommendation.into(),
+        args.mutation.boost(),
         kinds,
     )
     .map_err(|e| locate(e, &located))?;

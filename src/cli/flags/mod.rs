@@ -6,11 +6,13 @@
 //! for every command that has it, so that the names, the defaults and the
 //! checks cannot drift apart: upstream VPA's
 //! `--feature-gates` ([`feature_gates`]) and `--vpa-object-namespace`
-//! ([`vpa_namespaces`]), and `--missing-node-recommendation`
-//! ([`missing_node`]).
+//! ([`vpa_namespaces`]), `--missing-node-recommendation`
+//! ([`missing_node`]), and the webhook's gates and boost cap, which
+//! `serve` and `dry-run` share ([`mutation`]).
 
 pub mod feature_gates;
 pub mod missing_node;
+pub mod mutation;
 pub mod vpa_namespaces;
 
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! from `NODESCOPE_<FLAG>`, as a Deployment configures the webhook, so that
 //! the chart's manifests are checked against this one struct.
 
-use crate::cli::flags::{self, feature_gates};
+use crate::cli::flags;
 use crate::cli::kubectl::cluster;
 use crate::cli::running::report;
 use crate::cli::{LogFormat, MissingNode};
@@ -47,15 +47,10 @@ pub struct ServeArgs {
         default_value = "aggregate"
     )]
     pub missing_node_recommendation: MissingNode,
-    /// Upstream VPA's gates as `Name=true,...`. `CPUStartupBoost` (off by
-    /// default, as upstream) boosts the CPU of new pods whose VPA has a
-    /// `startupBoost`; `PerVPAConfig` changes nothing the webhook does.
-    #[arg(long, env = "NODESCOPE_FEATURE_GATES", default_value = "", value_parser = feature_gates::parse)]
-    pub feature_gates: feature_gates::FeatureGates,
-    /// The most CPU a boosted container is given (upstream's flag); unset:
-    /// no cap.
-    #[arg(long, env = "NODESCOPE_MAX_ALLOWED_CPU_BOOST", value_parser = flags::quantity)]
-    pub max_allowed_cpu_boost: Option<crate::quantity::Quantity>,
+    /// `--feature-gates` and `--max-allowed-cpu-boost`, which `dry-run`
+    /// takes too.
+    #[command(flatten)]
+    pub mutation: flags::mutation::MutationFlags,
     /// How often the file store and the policies are checked for changes, in seconds.
     #[arg(long, env = "NODESCOPE_RELOAD_INTERVAL", default_value_t = 2, value_parser = flags::seconds, allow_negative_numbers = true)]
     pub reload_interval: u64,

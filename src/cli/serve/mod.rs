@@ -288,10 +288,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
         start_store(&args, &policies, &cell_slot, readiness.clone(), &metrics).await?;
     let decider = Decider {
         missing_node: args.missing_node_recommendation.into(),
-        boost: crate::mutate::BoostSettings {
-            enabled: args.feature_gates.cpu_startup_boost,
-            max_allowed_cpu_boost: args.max_allowed_cpu_boost.clone(),
-        },
+        boost: args.mutation.boost(),
         ..Decider::new(snapshot, Arc::new(policies))
     };
     let cell = DeciderCell(Arc::new(ArcSwap::from_pointee(decider)));

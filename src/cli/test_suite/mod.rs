@@ -259,6 +259,7 @@ fn prepare_case(
         Arc::clone(&open.policies),
         values,
         Default::default(),
+        Default::default(),
         kinds,
     )
     .map_err(|e| dry_run::locate(e, &state))?;
