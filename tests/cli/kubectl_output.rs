@@ -278,6 +278,17 @@ fn version_prints_the_version_commit_and_build_date_as_kubectl_does() {
     );
     assert_eq!(value["clientVersion"]["gitCommit"], commit);
     assert_eq!(value["clientVersion"]["buildDate"], date);
+    // Go's GOARCH, as kubectl's `platform`: linux/amd64, never linux/x86_64.
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    assert_eq!(
+        value["clientVersion"]["platform"],
+        format!("{}/{arch}", std::env::consts::OS)
+    );
+    assert!(!stdout(&json).contains("x86_64"), "{}", stdout(&json));
     let yaml = nodescope(&["version", "-o", "yaml"]);
     let from_yaml: Value = serde_saphyr::from_str(&stdout(&yaml)).expect("yaml");
     assert_eq!(from_yaml, value);
