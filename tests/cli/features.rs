@@ -58,10 +58,12 @@ fn features_uses_as_yaml_carries_every_field_of_each_use() {
     assert_exit(&output, 1);
     assert_eq!(
         stdout(&output),
-        "feature:\n  name: vpa-node-scope\n  namespace: kube-system\nuses:\n\
-         - kind: VerticalPodAutoscaler\n  \
-           message: \"feature \\\"vpa-node-scope\\\" is Off: no new uses allowed (a VerticalPodAutoscaler with spec.scope \\\"node\\\")\"\n  \
-           name: node-exporter\n  namespace: monitoring\n  policy: nodescope-feature-vpa-node-scope\n"
+        "apiVersion: v1\nitems:\n\
+         - feature:\n    name: vpa-node-scope\n    namespace: kube-system\n  uses:\n  \
+         - kind: VerticalPodAutoscaler\n    \
+           message: \"feature \\\"vpa-node-scope\\\" is Off: no new uses allowed (a VerticalPodAutoscaler with spec.scope \\\"node\\\")\"\n    \
+           name: node-exporter\n    namespace: monitoring\n    policy: nodescope-feature-vpa-node-scope\n\
+         kind: List\n"
     );
 }
 
@@ -81,7 +83,7 @@ fn features_uses_of_a_feature_nothing_uses_prints_an_empty_json_list_and_exits_0
     assert_exit(&output, 0);
     assert_eq!(
         stdout(&output),
-        "{\n  \"feature\": {\n    \"name\": \"balloon-pods\",\n    \"namespace\": \"kube-system\"\n  },\n  \"uses\": []\n}\n"
+        "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n    {\n      \"feature\": {\n        \"name\": \"balloon-pods\",\n        \"namespace\": \"kube-system\"\n      },\n      \"uses\": []\n    }\n  ],\n  \"kind\": \"List\"\n}\n"
     );
 }
 
@@ -103,7 +105,7 @@ fn a_third_party_feature_is_found_through_its_own_policy_and_crd() {
     assert_exit(&output, 1);
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON report");
     assert_eq!(
-        report["uses"],
+        report["items"][0]["uses"],
         serde_json::json!([{"policy": "acme-gpu-sharing", "kind": "GpuShare", "namespace": "ml",
                             "name": "train", "message": "feature \"gpu-sharing\" is Off: no new shared GPUs"}])
     );

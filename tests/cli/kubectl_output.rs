@@ -187,32 +187,57 @@ fn list_shape(text: &str) -> (Value, Value, usize) {
 
 #[test]
 fn every_json_and_yaml_of_several_objects_is_a_v1_list() {
+    let features = ["--params", "examples/features/features.yaml"];
+    let cleanup = ["--params", "examples/features/cleanup/features.yaml"];
     for format in ["json", "yaml"] {
-        for (args, items) in [
+        for (args, items, code) in [
             (
                 vec!["update", "--plan", "--store", "file:examples/update"],
                 4,
+                0,
             ),
             (
                 vec!["balloon", "status", "--store", "file:examples/balloon"],
                 3,
+                0,
             ),
             (
-                vec![
-                    "features",
-                    "--params",
-                    "examples/features/features.yaml",
-                    "-f",
-                    "examples/features/vpas.yaml",
-                ],
+                [
+                    &["features"][..],
+                    &features,
+                    &["-f", "examples/features/vpas.yaml"],
+                ]
+                .concat(),
                 2,
+                0,
             ),
-            (vec!["recommend", "--demo"], 1),
+            // One Feature asked, without -A: still a List, of one report.
+            (
+                [
+                    &["features", "uses", "vpa-node-scope"][..],
+                    &features,
+                    &["-f", "examples/features/vpas.yaml"],
+                ]
+                .concat(),
+                1,
+                1,
+            ),
+            (
+                [
+                    &["features", "cleanup", "vpa-node-scope", "--dry-run"][..],
+                    &cleanup,
+                    &["-f", "examples/features/cleanup/vpas.yaml"],
+                ]
+                .concat(),
+                1,
+                1,
+            ),
+            (vec!["recommend", "--demo"], 1, 0),
         ] {
             let mut all = args.clone();
             all.extend(["-o", format]);
             let output = nodescope(&all);
-            assert_exit(&output, 0);
+            assert_exit(&output, code);
             assert_eq!(
                 list_shape(&stdout(&output)),
                 (json!("v1"), json!("List"), items),

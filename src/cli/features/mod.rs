@@ -121,7 +121,8 @@ pub struct UsesArgs {
 }
 
 /// Which namespace the Feature NAME is looked up in: `-n`, or with `-A`
-/// every namespace (each Feature of that name, a List with `-o json|yaml`).
+/// every namespace (each Feature of that name, one item each of the List of
+/// `-o json|yaml`).
 #[derive(Debug, Args, Clone)]
 pub struct FeatureNamespace {
     /// The Feature's namespace.
@@ -372,20 +373,15 @@ pub(crate) fn find_features<'l>(
     Err(InputError::Usage(format!("no Feature {asked}: {known}")).into())
 }
 
-/// Each report alone, or a List of them with `-A` (several objects).
-pub(crate) fn render_reports(
-    reports: &[Value],
-    all_namespaces: bool,
-    output: UsesFormat,
-) -> Result<String, RunError> {
-    match reports {
-        [one] if !all_namespaces => render(one, output),
-        _ => render(
-            &serde_json::to_value(kubectl::list::list(reports))
-                .map_err(|e| RunError::Internal(e.to_string()))?,
-            output,
-        ),
-    }
+/// The reports, one per Feature, as a `v1` List whether one Feature or
+/// (with `-A`) several was asked: every `-o json|yaml` that prints rows is
+/// a List, so `jq .items` reads them alike.
+pub(crate) fn render_reports(reports: &[Value], output: UsesFormat) -> Result<String, RunError> {
+    render(
+        &serde_json::to_value(kubectl::list::list(reports))
+            .map_err(|e| RunError::Internal(e.to_string()))?,
+        output,
+    )
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
@@ -419,7 +415,7 @@ fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
         }
     }
     if args.output != UsesFormat::Table {
-        text = render_reports(&reports, args.namespace.all_namespaces, args.output)?;
+        text = render_reports(&reports, args.output)?;
     }
     write_out(&text)?;
     Ok(if !any {
