@@ -5,7 +5,7 @@
 use super::priority::{self, admit, has_lower_resource, NotUpdated, PodPriority, Recommended};
 use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecision};
 use super::workloads::{DaemonSetInfo, Workloads};
-use super::{Action, PodPlan, UpdateConfig};
+use super::{Action, PodPlan, Reason, UpdateConfig};
 use crate::mutate::pod::PodView;
 use crate::mutate::{resize_ops, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
 use crate::pods::{PodPhase, RunningPod};
@@ -140,42 +140,64 @@ impl Group<'_> {
             let skip = if let Some(state) = gate {
                 Some((
                     Action::None,
+                    Reason::FeatureNotOn,
                     format!("feature {}/{} is {state}", SCOPE_FEATURE.0, SCOPE_FEATURE.1),
                 ))
             } else if matches!(mode, UpdateMode::Off | UpdateMode::Initial) {
                 Some((
                     Action::None,
+                    if mode == UpdateMode::Off {
+                        Reason::UpdateModeOff
+                    } else {
+                        Reason::UpdateModeInitial
+                    },
                     format!("updateMode {mode:?} never changes a running pod"),
                 ))
             } else if pod.balloon {
                 Some((
                     Action::None,
+                    Reason::BalloonPod,
                     "a balloon pod: only the balloon controller resizes it".into(),
                 ))
             } else if pod.terminating {
-                Some((Action::None, "terminating".into()))
+                Some((Action::None, Reason::Terminating, "terminating".into()))
             } else if pod.node.is_none() {
-                Some((Action::None, "not bound to a node yet".into()))
+                Some((
+                    Action::None,
+                    Reason::NotScheduled,
+                    "not bound to a node yet".into(),
+                ))
             } else if let Placement::UnknownNode { node } = placement {
                 // Its group depends on a label of a Node the store does not
                 // have (not listed yet, or left out of a dump): moving it to
                 // the VPA-wide value now could undo its group's, so wait.
-                Some((Action::Deferred, self.unknown_node(node)))
+                Some((
+                    Action::Deferred,
+                    Reason::UnknownNode,
+                    self.unknown_node(node),
+                ))
             } else {
                 None
             };
-            if let Some((action, reason)) = skip {
+            if let Some((action, reason, message)) = skip {
                 plan.0.action = action;
-                plan.0.reason = reason.into();
+                plan.0.reason = reason;
+                plan.0.message = message.into();
                 push(out, plan.0);
                 continue;
             }
             let (mut plan, sizing) = plan;
             if sizing.containers.is_empty() {
-                plan.reason = if sizing.warnings.is_empty() {
-                    "no recommendation for its containers".into()
+                (plan.reason, plan.message) = if sizing.warnings.is_empty() {
+                    (
+                        Reason::NoRecommendation,
+                        "no recommendation for its containers".into(),
+                    )
                 } else {
-                    sizing.warnings.join("; ").into()
+                    (
+                        Reason::UnusableRecommendation,
+                        sizing.warnings.join("; ").into(),
+                    )
                 };
                 push(out, plan);
                 continue;
@@ -186,7 +208,8 @@ impl Group<'_> {
                 && desired::at_target(&plan, pod, &sizing)
                 && resize_ops(&view, &sizing).is_empty();
             if settled {
-                plan.reason = super::SETTLED.into();
+                plan.reason = Reason::AtTarget;
+                plan.message = super::SETTLED.into();
                 push(out, plan);
                 continue;
             }
@@ -199,9 +222,10 @@ impl Group<'_> {
                     priority,
                     quick_oom,
                 }),
-                Err((action, reason)) => {
+                Err((action, reason, message)) => {
                     plan.action = action;
                     plan.reason = reason;
+                    plan.message = message;
                     push(out, plan);
                 }
             }
@@ -248,7 +272,8 @@ impl Group<'_> {
             }
             for mut c in candidates {
                 c.plan.action = Action::Deferred;
-                c.plan.reason = format!(
+                c.plan.reason = Reason::MinReplicas;
+                c.plan.message = format!(
                     "{} live pods, fewer than --min-replicas {}",
                     live, self.config.min_replicas
                 )
@@ -326,31 +351,40 @@ impl Group<'_> {
                     let ops = resize_ops(&view, &sizing);
                     if ops.is_empty() {
                         plan.action = Action::Deferred;
-                        plan.reason = match &pod.resize {
-                            crate::pods::ResizeStatus::Infeasible(m) => format!(
-                                "resize infeasible ({m}); waiting for a lower recommendation"
-                            )
-                            .into(),
-                            _ => "resize asked for; waiting for the kubelet to actuate it".into(),
+                        (plan.reason, plan.message) = match &pod.resize {
+                            crate::pods::ResizeStatus::Infeasible(m) => (
+                                Reason::ResizeInfeasible,
+                                format!(
+                                    "resize infeasible ({m}); waiting for a lower recommendation"
+                                )
+                                .into(),
+                            ),
+                            _ => (
+                                Reason::ResizePending,
+                                "resize asked for; waiting for the kubelet to actuate it".into(),
+                            ),
                         };
                     } else {
                         stats.in_place_initiated += usize::from(!unready);
                         plan.ops = ops;
                         plan.action = Action::Resize;
-                        plan.reason = why.to_string().into();
+                        plan.reason = why.reason();
+                        plan.message = why.to_string().into();
                     }
                 }
                 InPlaceDecision::Evict if webhook_fresh => {
                     stats.evicted += usize::from(!unready);
                     plan.action = Action::Evict;
-                    plan.reason = match &pod.resize {
+                    plan.reason = why.reason();
+                    plan.message = match &pod.resize {
                         crate::pods::ResizeStatus::None => why.to_string().into(),
                         status => format!("{why}; resize {}", status_words(status)).into(),
                     };
                 }
                 InPlaceDecision::Evict => {
                     plan.action = Action::Deferred;
-                    plan.reason = format!(
+                    plan.reason = Reason::WebhookStale;
+                    plan.message = format!(
                         "{why}, but nodescope's webhook has not renewed its status Lease: no eviction, \
                          since the pod would come back without its group"
                     )
@@ -358,15 +392,18 @@ impl Group<'_> {
                 }
                 InPlaceDecision::Deferred => {
                     plan.action = Action::Deferred;
-                    plan.reason = match &pod.resize {
+                    (plan.reason, plan.message) = match &pod.resize {
                         crate::pods::ResizeStatus::None if pod.phase == PodPhase::Pending => {
-                            "pending: resized once running".into()
+                            (Reason::PodPending, "pending: resized once running".into())
                         }
-                        crate::pods::ResizeStatus::None => format!(
+                        crate::pods::ResizeStatus::None => (Reason::EvictionTolerance, format!(
                             "{why}; held back: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
                             stats.eviction_tolerance.max(1), stats.configured
-                        ).into(),
-                        status => format!("resize {}: waiting", status_words(status)).into(),
+                        ).into()),
+                        status => (
+                            Reason::of_resize(status),
+                            format!("resize {}: waiting", status_words(status)).into(),
+                        ),
                     };
                 }
             }
@@ -393,7 +430,7 @@ impl Group<'_> {
         sizing: &Sizing,
         plan: &mut PodPlan,
         memory: &Memory,
-    ) -> Result<(PodPriority, bool), (Action, Cow<'static, str>)> {
+    ) -> Result<(PodPriority, bool), (Action, Reason, Cow<'static, str>)> {
         let observed: Option<Vec<&str>> = view
             .annotation(OBSERVED_CONTAINERS_ANNOTATION)
             .map(|o| o.split(", ").filter(|s| !s.is_empty()).collect());
@@ -446,6 +483,7 @@ impl Group<'_> {
         .map_err(|n| match n {
             NotUpdated::DiffTooLow => (
                 Action::None,
+                Reason::ChangeTooSmall,
                 format!(
                     "the summed relative difference of its requests from the recommendation \
                      (upstream's resource diff) is {:.2}, below --pod-update-threshold {:.2}",
@@ -453,10 +491,9 @@ impl Group<'_> {
                 )
                 .into(),
             ),
-            NotUpdated::NoChange => (Action::None, n.reason().into()),
-            NotUpdated::NoStartTime | NotUpdated::ShortLived => {
-                (Action::Deferred, n.reason().into())
-            }
+            NotUpdated::NoChange => (Action::None, Reason::NoChange, n.reason().into()),
+            NotUpdated::NoStartTime => (Action::Deferred, Reason::NoStartTime, n.reason().into()),
+            NotUpdated::ShortLived => (Action::Deferred, Reason::TooYoung, n.reason().into()),
         })?;
         if self.vpa.update_mode == UpdateMode::InPlace {
             if let Some(last) = memory.infeasible.get(&*pod.uid) {
@@ -464,6 +501,7 @@ impl Group<'_> {
                 if !has_lower_resource(last, &requested(plan)) {
                     return Err((
                         Action::Deferred,
+                        Reason::InfeasibleBefore,
                         "its last resize was infeasible and the recommendation asks no less".into(),
                     ));
                 }

@@ -48,10 +48,10 @@ pub fn info() -> Info {
         git_version: format!("v{}", env!("CARGO_PKG_VERSION")),
         git_commit: env!("NODESCOPE_GIT_COMMIT"),
         build_date: env!("NODESCOPE_BUILD_DATE"),
-        platform: format!("{}/{}", std::env::consts::OS, go_arch(
-                std::env::consts::ARCH,
-                cfg!(target_endian = "little")
-            )
+        platform: format!(
+            "{}/{}",
+            std::env::consts::OS,
+            go_arch(std::env::consts::ARCH, cfg!(target_endian = "little"))
         ),
     }
 }
