@@ -11,6 +11,7 @@
 
 pub mod feature_gates;
 pub mod missing_node;
+pub mod node_name;
 pub mod vpa_namespaces;
 
 use std::time::Duration;
