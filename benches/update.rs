@@ -119,9 +119,9 @@ fn run(scope: Scope, nodes: usize, vpas: usize, runs: usize) {
                 plans.len(),
                 count(&|p| p.action == Action::Resize),
                 count(&|p| p.action == Action::Evict),
-                count(&|p| p.reason == nodescope::update::SETTLED),
+                count(&|p| p.reason == nodescope::update::Reason::AtTarget),
                 count(&|p| p.action == Action::Deferred),
-                count(&|p| p.reason.contains("below --pod-update-threshold")),
+                count(&|p| p.reason == nodescope::update::Reason::ChangeTooSmall),
             );
         }
         drop(plans);

@@ -272,12 +272,12 @@ fn check(c: &Case, pod: Value) -> Result<(), TestCaseError> {
         // or one whose recommendation cannot be applied.
         prop_assert!(
             plan.action == Action::None
-                && (plan.reason == "at its recommendation"
-                    || plan.reason.ends_with("below --pod-update-threshold 0.10")
-                    || plan.reason.contains("container \"agent\": its ")),
+                && (plan.message == "at its recommendation"
+                    || plan.message.ends_with("below --pod-update-threshold 0.10")
+                    || plan.message.contains("container \"agent\": its ")),
             "{:?} {}: {:?}",
             plan.action,
-            plan.reason,
+            plan.message,
             c
         );
         return Ok(());

@@ -59,7 +59,7 @@ fn pass(objects: Vec<Value>, gate: bool) -> Vec<(String, Action, String, String,
         (
             p.pod.to_string(),
             p.action,
-            p.reason.into_owned(),
+            p.message.into_owned(),
             ops,
             p.unboost,
         )

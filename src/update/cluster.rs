@@ -243,7 +243,7 @@ async fn act(
                     memory
                         .resizing_since
                         .insert(key.clone(), Timestamp::now().as_second());
-                    tracing::info!(pod = %key, reason = %plan.reason, "resized in place");
+                    tracing::info!(pod = %key, reason = %plan.message, "resized in place");
                     emit(recorder, &pod_ref, "InPlaceResizedByVPA", "Pod was resized in place by nodescope's updater to its node's recommendation.", EventType::Normal).await;
                     emit(recorder, &vpa_ref, "InPlaceResizedPod", &format!("nodescope's updater resized Pod {} in place to its group's recommendation.", plan.pod), EventType::Normal).await;
                 }
@@ -283,7 +283,7 @@ async fn act(
             {
                 Ok(_) => {
                     metrics.evicted();
-                    tracing::info!(pod = %key, reason = %plan.reason, "evicted");
+                    tracing::info!(pod = %key, reason = %plan.message, "evicted");
                     emit(recorder, &pod_ref, "EvictedByVPA", "Pod was evicted by nodescope's updater to apply its node's recommendation.", EventType::Normal).await;
                     emit(recorder, &vpa_ref, "EvictedPod", &format!("nodescope's updater evicted Pod {} to apply its group's recommendation.", plan.pod), EventType::Normal).await;
                 }

@@ -19,6 +19,7 @@ pub mod cluster;
 pub mod metrics;
 pub mod plan;
 pub mod priority;
+pub mod reason;
 pub mod restriction;
 pub mod synthetic;
 pub mod told;
@@ -31,9 +32,11 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 pub use self::plan::{plan_pass, Memory};
+pub use self::reason::Reason;
 
-/// The reason of a pod already at its recommendation: the steady state,
-/// which the running updater does not log (`told`) and the bench counts.
+/// The message of a pod already at its recommendation ([`Reason::AtTarget`]):
+/// the steady state, which the running updater does not log (`told`) and
+/// the bench counts.
 pub const SETTLED: &str = "at its recommendation";
 pub use self::workloads::{DaemonSetInfo, Workloads};
 
@@ -156,8 +159,10 @@ pub struct PodPlan {
     pub scope_value: Option<Arc<str>>,
     /// What to do.
     pub action: Action,
-    /// Why.
-    pub reason: Cow<'static, str>,
+    /// Why, in a few words (the table's REASON).
+    pub reason: Reason,
+    /// Why, in a sentence: the numbers and the flags that decided it.
+    pub message: Cow<'static, str>,
     /// The containers the VPA controls.
     pub containers: Vec<ContainerChange>,
     /// The resize body (for `resize`); empty for an unboost whose

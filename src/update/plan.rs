@@ -2,18 +2,15 @@
 //! Pure: a function of the store snapshot, the workloads, the
 //! configuration, what earlier passes saw ([`Memory`]) and the time.
 
-use super::priority::{self, admit, has_lower_resource, NotUpdated, PodPriority, Recommended};
+use super::priority::PodPriority;
 use super::restriction::{can_evict, in_place_decision, GroupStats, InPlaceDecision};
 use super::workloads::{DaemonSetInfo, Workloads};
-use super::{Action, PodPlan, UpdateConfig};
+use super::{Action, PodPlan, Reason, UpdateConfig};
 use crate::mutate::pod::PodView;
-use crate::mutate::{resize_ops, Sizing, OBSERVED_CONTAINERS_ANNOTATION};
+use crate::mutate::{resize_ops, Sizing};
 use crate::pods::{PodPhase, RunningPod};
 use crate::store::Snapshot;
-use crate::vpa::{
-    ContainerMode, NodeLabels, Placement, ResourceList, UpdateMode, VpaPolicy, SCOPE_FEATURE,
-};
-use std::borrow::Cow;
+use crate::vpa::{NodeLabels, Placement, ResourceList, UpdateMode, VpaPolicy, SCOPE_FEATURE};
 use std::collections::HashMap;
 
 /// What the updater remembers between passes.
@@ -140,42 +137,64 @@ impl Group<'_> {
             let skip = if let Some(state) = gate {
                 Some((
                     Action::None,
+                    Reason::FeatureNotOn,
                     format!("feature {}/{} is {state}", SCOPE_FEATURE.0, SCOPE_FEATURE.1),
                 ))
             } else if matches!(mode, UpdateMode::Off | UpdateMode::Initial) {
                 Some((
                     Action::None,
+                    if mode == UpdateMode::Off {
+                        Reason::UpdateModeOff
+                    } else {
+                        Reason::UpdateModeInitial
+                    },
                     format!("updateMode {mode:?} never changes a running pod"),
                 ))
             } else if pod.balloon {
                 Some((
                     Action::None,
+                    Reason::BalloonPod,
                     "a balloon pod: only the balloon controller resizes it".into(),
                 ))
             } else if pod.terminating {
-                Some((Action::None, "terminating".into()))
+                Some((Action::None, Reason::Terminating, "terminating".into()))
             } else if pod.node.is_none() {
-                Some((Action::None, "not bound to a node yet".into()))
+                Some((
+                    Action::None,
+                    Reason::NotScheduled,
+                    "not bound to a node yet".into(),
+                ))
             } else if let Placement::UnknownNode { node } = placement {
                 // Its group depends on a label of a Node the store does not
                 // have (not listed yet, or left out of a dump): moving it to
                 // the VPA-wide value now could undo its group's, so wait.
-                Some((Action::Deferred, self.unknown_node(node)))
+                Some((
+                    Action::Deferred,
+                    Reason::UnknownNode,
+                    self.unknown_node(node),
+                ))
             } else {
                 None
             };
-            if let Some((action, reason)) = skip {
+            if let Some((action, reason, message)) = skip {
                 plan.0.action = action;
-                plan.0.reason = reason.into();
+                plan.0.reason = reason;
+                plan.0.message = message.into();
                 push(out, plan.0);
                 continue;
             }
             let (mut plan, sizing) = plan;
             if sizing.containers.is_empty() {
-                plan.reason = if sizing.warnings.is_empty() {
-                    "no recommendation for its containers".into()
+                (plan.reason, plan.message) = if sizing.warnings.is_empty() {
+                    (
+                        Reason::NoRecommendation,
+                        "no recommendation for its containers".into(),
+                    )
                 } else {
-                    sizing.warnings.join("; ").into()
+                    (
+                        Reason::UnusableRecommendation,
+                        sizing.warnings.join("; ").into(),
+                    )
                 };
                 push(out, plan);
                 continue;
@@ -186,7 +205,8 @@ impl Group<'_> {
                 && desired::at_target(&plan, pod, &sizing)
                 && resize_ops(&view, &sizing).is_empty();
             if settled {
-                plan.reason = super::SETTLED.into();
+                plan.reason = Reason::AtTarget;
+                plan.message = super::SETTLED.into();
                 push(out, plan);
                 continue;
             }
@@ -199,9 +219,10 @@ impl Group<'_> {
                     priority,
                     quick_oom,
                 }),
-                Err((action, reason)) => {
+                Err((action, reason, message)) => {
                     plan.action = action;
                     plan.reason = reason;
+                    plan.message = message;
                     push(out, plan);
                 }
             }
@@ -248,7 +269,8 @@ impl Group<'_> {
             }
             for mut c in candidates {
                 c.plan.action = Action::Deferred;
-                c.plan.reason = format!(
+                c.plan.reason = Reason::MinReplicas;
+                c.plan.message = format!(
                     "{} live pods, fewer than --min-replicas {}",
                     live, self.config.min_replicas
                 )
@@ -326,31 +348,40 @@ impl Group<'_> {
                     let ops = resize_ops(&view, &sizing);
                     if ops.is_empty() {
                         plan.action = Action::Deferred;
-                        plan.reason = match &pod.resize {
-                            crate::pods::ResizeStatus::Infeasible(m) => format!(
-                                "resize infeasible ({m}); waiting for a lower recommendation"
-                            )
-                            .into(),
-                            _ => "resize asked for; waiting for the kubelet to actuate it".into(),
+                        (plan.reason, plan.message) = match &pod.resize {
+                            crate::pods::ResizeStatus::Infeasible(m) => (
+                                Reason::ResizeInfeasible,
+                                format!(
+                                    "resize infeasible ({m}); waiting for a lower recommendation"
+                                )
+                                .into(),
+                            ),
+                            _ => (
+                                Reason::ResizePending,
+                                "resize asked for; waiting for the kubelet to actuate it".into(),
+                            ),
                         };
                     } else {
                         stats.in_place_initiated += usize::from(!unready);
                         plan.ops = ops;
                         plan.action = Action::Resize;
-                        plan.reason = why.to_string().into();
+                        plan.reason = why.reason();
+                        plan.message = why.to_string().into();
                     }
                 }
                 InPlaceDecision::Evict if webhook_fresh => {
                     stats.evicted += usize::from(!unready);
                     plan.action = Action::Evict;
-                    plan.reason = match &pod.resize {
+                    plan.reason = why.reason();
+                    plan.message = match &pod.resize {
                         crate::pods::ResizeStatus::None => why.to_string().into(),
                         status => format!("{why}; resize {}", status_words(status)).into(),
                     };
                 }
                 InPlaceDecision::Evict => {
                     plan.action = Action::Deferred;
-                    plan.reason = format!(
+                    plan.reason = Reason::WebhookStale;
+                    plan.message = format!(
                         "{why}, but nodescope's webhook has not renewed its status Lease: no eviction, \
                          since the pod would come back without its group"
                     )
@@ -358,15 +389,18 @@ impl Group<'_> {
                 }
                 InPlaceDecision::Deferred => {
                     plan.action = Action::Deferred;
-                    plan.reason = match &pod.resize {
+                    (plan.reason, plan.message) = match &pod.resize {
                         crate::pods::ResizeStatus::None if pod.phase == PodPhase::Pending => {
-                            "pending: resized once running".into()
+                            (Reason::PodPending, "pending: resized once running".into())
                         }
-                        crate::pods::ResizeStatus::None => format!(
+                        crate::pods::ResizeStatus::None => (Reason::EvictionTolerance, format!(
                             "{why}; held back: {} of {} pods may be disrupted at once (--eviction-tolerance) and that many already are",
                             stats.eviction_tolerance.max(1), stats.configured
-                        ).into(),
-                        status => format!("resize {}: waiting", status_words(status)).into(),
+                        ).into()),
+                        status => (
+                            Reason::of_resize(status),
+                            format!("resize {}: waiting", status_words(status)).into(),
+                        ),
                     };
                 }
             }
@@ -376,115 +410,11 @@ impl Group<'_> {
             push(out, plan);
         }
     }
-
-    /// Upstream's `AddPod` for one pod: its priority, or what to do instead
-    /// and why (held back for now, or nothing to do).
-    /// The VPA's `evictAfterOOMSeconds`, when the gate lets it count.
-    fn oom_threshold_of_vpa(&self) -> Option<i64> {
-        self.vpa
-            .evict_after_oom_seconds
-            .filter(|_| self.config.per_vpa_config)
-    }
-
-    fn prioritize(
-        &self,
-        pod: &RunningPod,
-        view: &PodView<'_>,
-        sizing: &Sizing,
-        plan: &mut PodPlan,
-        memory: &Memory,
-    ) -> Result<(PodPriority, bool), (Action, Cow<'static, str>)> {
-        let observed: Option<Vec<&str>> = view
-            .annotation(OBSERVED_CONTAINERS_ANNOTATION)
-            .map(|o| o.split(", ").filter(|s| !s.is_empty()).collect());
-        let recommended: Vec<Recommended<'_>> = sizing
-            .containers
-            .iter()
-            .filter_map(|s| {
-                Some(Recommended {
-                    name: &view.spec.containers.get(s.index)?.name,
-                    target: &s.requests,
-                    lower: None,
-                    upper: None,
-                })
-            })
-            .collect();
-        let requests = |name: &str| {
-            plan.containers
-                .iter()
-                .find(|c| &*c.name == name)
-                .map(|c| priority::parse_list(c.current.requests.iter()))
-                .unwrap_or_default()
-        };
-        let prio = priority::update_priority(
-            view.spec.containers.iter().map(|c| &*c.name),
-            &recommended,
-            requests,
-            observed.as_deref(),
-        );
-        // AEP-8026: the VPA's own threshold, when the gate is on. Upstream's
-        // updater (55c37cd) accepts the field but does not read it yet; this
-        // follows the AEP's text.
-        let oom_threshold = self
-            .oom_threshold_of_vpa()
-            .unwrap_or(self.config.priority.evict_after_oom_threshold);
-        let quick_oom = pod.containers.iter().any(|c| {
-            observed.as_ref().is_none_or(|o| o.contains(&&*c.name))
-                && self
-                    .vpa
-                    .container_policy(&c.name)
-                    .is_none_or(|p| p.mode != ContainerMode::Off)
-                && c.last_oom_after.is_some_and(|t| t < oom_threshold)
-        });
-        admit(
-            &prio,
-            quick_oom,
-            pod.start_time,
-            self.now,
-            &self.config.priority,
-        )
-        .map_err(|n| match n {
-            NotUpdated::DiffTooLow => (
-                Action::None,
-                format!(
-                    "the summed relative difference of its requests from the recommendation \
-                     (upstream's resource diff) is {:.2}, below --pod-update-threshold {:.2}",
-                    prio.resource_diff, self.config.priority.min_change_priority
-                )
-                .into(),
-            ),
-            NotUpdated::NoChange => (Action::None, n.reason().into()),
-            NotUpdated::NoStartTime | NotUpdated::ShortLived => {
-                (Action::Deferred, n.reason().into())
-            }
-        })?;
-        if self.vpa.update_mode == UpdateMode::InPlace {
-            if let Some(last) = memory.infeasible.get(&*pod.uid) {
-                desired::fill(plan, pod, sizing);
-                if !has_lower_resource(last, &requested(plan)) {
-                    return Err((
-                        Action::Deferred,
-                        "its last resize was infeasible and the recommendation asks no less".into(),
-                    ));
-                }
-            }
-        }
-        Ok((prio, quick_oom))
-    }
 }
 
-/// The desired requests of each container, as the infeasible memory keeps
-/// them.
-#[must_use]
-pub fn requested(plan: &PodPlan) -> Vec<(String, ResourceList)> {
-    plan.containers
-        .iter()
-        .filter_map(|c| {
-            let d = c.desired.as_ref()?;
-            Some((c.name.to_string(), priority::parse_list(d.requests.iter())))
-        })
-        .collect()
-}
+#[path = "plan_priority.rs"]
+mod prioritize;
+pub use prioritize::requested;
 
 #[path = "plan_desired.rs"]
 mod desired;

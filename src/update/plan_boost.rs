@@ -11,7 +11,7 @@ use crate::mutate::unboost::{boosted_containers, expired_boosts, unboost_sizing}
 use crate::mutate::{boost::boost_annotation_key, resize_ops, Sizing};
 use crate::pods::{PodPhase, RunningPod};
 use crate::update::restriction::GroupStats;
-use crate::update::{Action, PodPlan};
+use crate::update::{Action, PodPlan, Reason};
 use crate::vpa::Placement;
 
 /// A boosted pod, set aside in the first loop of a pass.
@@ -62,7 +62,8 @@ impl Group<'_> {
         );
         plan.action = Action::Deferred;
         if expired.is_empty() {
-            plan.reason = if pod.ready {
+            plan.reason = Reason::BoostActive;
+            plan.message = if pod.ready {
                 let longest = boosted
                     .iter()
                     .map(|c| self.vpa.startup_boost_duration(c))
@@ -87,7 +88,8 @@ impl Group<'_> {
         let unboosted = match unboost_sizing(&view, self.vpa, &sizing, &expired) {
             Ok(s) => s,
             Err(why) => {
-                plan.reason = format!("CPU startup boost expired, but {why}").into();
+                plan.reason = Reason::BoostStuck;
+                plan.message = format!("CPU startup boost expired, but {why}").into();
                 push(out, plan);
                 return;
             }
@@ -116,7 +118,8 @@ impl Group<'_> {
             }
         };
         if let Some(held) = held {
-            plan.reason = format!("unboost: CPU startup boost expired; held back: {held}").into();
+            plan.reason = Reason::UnboostHeld;
+            plan.message = format!("unboost: CPU startup boost expired; held back: {held}").into();
             push(out, plan);
             return;
         }
@@ -126,7 +129,8 @@ impl Group<'_> {
                 stats.in_place_initiated += 1;
             }
         }
-        plan.reason = format!(
+        plan.reason = Reason::Unboost;
+        plan.message = format!(
             "unboost: the CPU startup boost of {} expired (durationSeconds after Ready); back to \
              its recommendation in place{}",
             expired.join(", "),

@@ -5,7 +5,7 @@ use super::{Group, PodPlan};
 use crate::mutate::pod::{PodView, ResourcesView};
 use crate::mutate::{size_pod_marked, Patch, Sizing};
 use crate::pods::{view_texts, RunningPod};
-use crate::update::{Action, ContainerChange, Resources};
+use crate::update::{Action, ContainerChange, Reason, Resources};
 use crate::vpa::Placement;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -79,7 +79,8 @@ impl Group<'_> {
             node: pod.node.clone(),
             scope_value,
             action: Action::None,
-            reason: Cow::Borrowed(""),
+            reason: Reason::default(),
+            message: Cow::Borrowed(""),
             containers,
             ops: Patch::default(),
             resource_version: pod.resource_version.clone(),

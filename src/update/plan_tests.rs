@@ -61,7 +61,7 @@ fn pass_with(objects: Vec<Value>, config: &UpdateConfig) -> Vec<(String, Action,
         NOW,
     )
     .into_iter()
-    .map(|p| (p.pod.to_string(), p.action, p.reason.into_owned()))
+    .map(|p| (p.pod.to_string(), p.action, p.message.into_owned()))
     .collect();
     plans.sort_by(|a, b| a.0.cmp(&b.0));
     plans
@@ -161,7 +161,7 @@ fn recreate_evicts_and_a_stale_webhook_stops_it() {
     );
     assert_eq!(plans[0].action, Action::Deferred);
     assert_eq!(
-        plans[0].reason,
+        plans[0].message,
         format!(
             "{BELOW_BY_4}, but nodescope's webhook has not renewed its status Lease: \
              no eviction, since the pod would come back without its group"

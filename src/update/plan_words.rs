@@ -4,6 +4,7 @@
 
 use super::Group;
 use crate::update::priority::PodPriority;
+use crate::update::Reason;
 use crate::vpa::ScopeKey;
 
 impl Group<'_> {
@@ -33,6 +34,21 @@ pub(super) struct Why<'p> {
     pub(super) oom_threshold_of_vpa: Option<i64>,
     /// `--pod-update-threshold`.
     pub(super) threshold: f64,
+}
+
+impl Why<'_> {
+    /// The same, in a few words.
+    pub(super) fn reason(&self) -> Reason {
+        if self.quick_oom {
+            Reason::OomKilled
+        } else if self.priority.outside_recommended_range {
+            Reason::OutsideBounds
+        } else if self.priority.scale_up {
+            Reason::BelowTarget
+        } else {
+            Reason::AboveTarget
+        }
+    }
 }
 
 impl std::fmt::Display for Why<'_> {

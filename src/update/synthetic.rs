@@ -265,7 +265,7 @@ mod tests {
             assert_eq!(plans.len(), 60, "{scope:?}");
             let at = plans
                 .iter()
-                .filter(|p| p.reason == "at its recommendation")
+                .filter(|p| p.reason == crate::update::Reason::AtTarget)
                 .count();
             let resized = plans.iter().filter(|p| p.action == Action::Resize).count();
             // A tenth at the group, half of each DaemonSet resized now

@@ -9,7 +9,7 @@
 //! (`none`: a change too small, a balloon, updateMode Off) at debug, the
 //! same way. A pod the pass acts on is logged by the act itself.
 
-use super::{Action, PodPlan, SETTLED};
+use super::{Action, PodPlan, Reason};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -30,7 +30,8 @@ pub struct Line<'p> {
     pub pod: String,
     /// What the pass decided.
     pub action: Action,
-    /// Why.
+    /// Why: the plan's message, the sentence (its few words are the
+    /// table's).
     pub reason: &'p str,
 }
 
@@ -48,17 +49,17 @@ impl Told {
         let mut lines = Vec::new();
         let mut seen = HashMap::with_capacity(self.last.len());
         for plan in plans {
-            if plan.action.acts() || plan.reason == SETTLED {
+            if plan.action.acts() || plan.reason == Reason::AtTarget {
                 continue;
             }
             let key = (plan.namespace.clone(), plan.pod.clone());
-            let said = (plan.action, hash(&plan.reason));
+            let said = (plan.action, hash(&plan.message));
             let told = self.last.remove(&key).filter(|last| *last == said);
             if told.is_none() {
                 lines.push(Line {
                     pod: format!("{}/{}", plan.namespace, plan.pod),
                     action: plan.action,
-                    reason: &plan.reason,
+                    reason: &plan.message,
                 });
             }
             seen.insert(key, said);
@@ -82,6 +83,7 @@ impl Told {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::update::SETTLED;
     use std::borrow::Cow;
 
     fn plan(pod: &str, action: Action, reason: &'static str) -> PodPlan {
@@ -89,7 +91,12 @@ mod tests {
             namespace: "ns".into(),
             pod: pod.into(),
             action,
-            reason: Cow::Borrowed(reason),
+            reason: if reason == SETTLED {
+                Reason::AtTarget
+            } else {
+                Reason::EvictionTolerance
+            },
+            message: Cow::Borrowed(reason),
             vpa: "v".into(),
             node: None,
             scope_value: None,

@@ -209,3 +209,30 @@ fn a_default_fraction_in_exponent_form_is_refused_with_a_true_message() {
          (0, 1], such as 0.25\n\nFor more information, try '--help'.\n"
     );
 }
+
+#[test]
+fn balloon_set_wait_that_times_out_exits_4_not_1_and_says_what_it_last_saw() {
+    let api = FakeApi::serving_objects(vec![node("node-a", json!({})), balloon_pod("node-a")]);
+    let output = command(&[
+        "balloon",
+        "set",
+        "node-a",
+        "--usable-cpu",
+        "4",
+        "--wait",
+        "--timeout",
+        "1s",
+    ])
+    .env("KUBECONFIG", &api.kubeconfig)
+    .output()
+    .expect("the binary runs");
+    // Nothing resizes the balloon here: the wait ends by the clock, which
+    // is not a refusal (exit 1).
+    assert_exit(&output, 4);
+    assert_eq!(stdout(&output), "node/node-a usable size set\n");
+    assert_eq!(
+        stderr(&output),
+        "nodescope: balloon set: timed out after 1s waiting for node/node-a to settle; last \
+         seen Resize: upsize the balloon from cpu 2, memory 8Gi to cpu 4, memory 8Gi\n"
+    );
+}

@@ -58,10 +58,12 @@ fn features_uses_as_yaml_carries_every_field_of_each_use() {
     assert_exit(&output, 1);
     assert_eq!(
         stdout(&output),
-        "feature:\n  name: vpa-node-scope\n  namespace: kube-system\nuses:\n\
-         - kind: VerticalPodAutoscaler\n  \
-           message: \"feature \\\"vpa-node-scope\\\" is Off: no new uses allowed (a VerticalPodAutoscaler with spec.scope \\\"node\\\")\"\n  \
-           name: node-exporter\n  namespace: monitoring\n  policy: nodescope-feature-vpa-node-scope\n"
+        "apiVersion: v1\nitems:\n\
+         - feature:\n    name: vpa-node-scope\n    namespace: kube-system\n  uses:\n  \
+         - kind: VerticalPodAutoscaler\n    \
+           message: \"feature \\\"vpa-node-scope\\\" is Off: no new uses allowed (a VerticalPodAutoscaler with spec.scope \\\"node\\\")\"\n    \
+           name: node-exporter\n    namespace: monitoring\n    policy: nodescope-feature-vpa-node-scope\n\
+         kind: List\n"
     );
 }
 
@@ -81,7 +83,7 @@ fn features_uses_of_a_feature_nothing_uses_prints_an_empty_json_list_and_exits_0
     assert_exit(&output, 0);
     assert_eq!(
         stdout(&output),
-        "{\n  \"feature\": {\n    \"name\": \"balloon-pods\",\n    \"namespace\": \"kube-system\"\n  },\n  \"uses\": []\n}\n"
+        "{\n  \"apiVersion\": \"v1\",\n  \"items\": [\n    {\n      \"feature\": {\n        \"name\": \"balloon-pods\",\n        \"namespace\": \"kube-system\"\n      },\n      \"uses\": []\n    }\n  ],\n  \"kind\": \"List\"\n}\n"
     );
 }
 
@@ -103,7 +105,7 @@ fn a_third_party_feature_is_found_through_its_own_policy_and_crd() {
     assert_exit(&output, 1);
     let report: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON report");
     assert_eq!(
-        report["uses"],
+        report["items"][0]["uses"],
         serde_json::json!([{"policy": "acme-gpu-sharing", "kind": "GpuShare", "namespace": "ml",
                             "name": "train", "message": "feature \"gpu-sharing\" is Off: no new shared GPUs"}])
     );
@@ -257,5 +259,55 @@ fn features_as_json_carries_the_tasks_and_the_reports_and_warns_of_fields_a_crd_
         ),
         "{}",
         stdout(&yaml)
+    );
+}
+
+#[test]
+fn features_of_manifests_with_no_feature_says_no_resources_found() {
+    let output = nodescope(&["features", "-f", VPAS]);
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "", "no header alone");
+    assert_eq!(super::stderr(&output), "No resources found\n");
+    // A List stays a List, empty.
+    let output = nodescope(&["features", "-f", VPAS, "-o", "json"]);
+    assert_exit(&output, 0);
+    assert_eq!(
+        stdout(&output),
+        "{\n  \"apiVersion\": \"v1\",\n  \"items\": [],\n  \"kind\": \"List\"\n}\n"
+    );
+    assert_eq!(super::stderr(&output), "");
+}
+
+#[test]
+fn f_is_read_in_two_passes_so_a_crd_after_its_objects_and_standard_input_both_work() {
+    // The CRD last: its objects come before it, as they may in a dump; the
+    // first pass learns it, the second looks through them. From standard
+    // input, which the second pass reads again.
+    let text = std::fs::read_to_string(super::root().join(ACME_OBJECTS)).expect("read");
+    let mut documents: Vec<&str> = text.split("\n---\n").collect();
+    documents.reverse();
+    assert!(documents[documents.len() - 1].contains("kind: CustomResourceDefinition"));
+    let reversed = documents.join("\n---\n");
+    let output = super::nodescope_with_stdin(
+        &[
+            "features",
+            "uses",
+            "gpu-sharing",
+            "-n",
+            "acme-system",
+            "--policies",
+            ACME_POLICY,
+            "-f",
+            "-",
+        ],
+        &reversed,
+    );
+    assert_exit(&output, 1);
+    assert_eq!(super::stderr(&output), "");
+    assert_eq!(
+        stdout(&output),
+        "POLICY             OBJECT              MESSAGE\n\
+         acme-gpu-sharing   GpuShare ml/train   feature \"gpu-sharing\" is Off: no new shared GPUs\n\
+         1 object(s) keep Feature acme-system/gpu-sharing from turning off\n"
     );
 }

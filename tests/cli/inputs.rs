@@ -218,3 +218,73 @@ fn features_uses_and_cleanup_without_objects_exit_2_saying_so() {
         );
     }
 }
+
+#[test]
+fn dry_run_nodes_are_node_names_the_apiserver_takes_each_once() {
+    let regex = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+    for (value, why) in [
+        (
+            "",
+            "The Node \"\" is invalid: metadata.name: Required value: name or generateName is \
+             required"
+                .to_owned(),
+        ),
+        (
+            "bad node!",
+            format!(
+                "The Node \"bad node!\" is invalid: metadata.name: Invalid value: \"bad node!\": \
+                 a lowercase RFC 1123 subdomain must consist of lower case alphanumeric \
+                 characters, '-' or '.', and must start and end with an alphanumeric character \
+                 (e.g. 'example.com', regex used for validation is '{regex}')"
+            ),
+        ),
+    ] {
+        let output = nodescope(&[
+            "dry-run",
+            "-f",
+            "examples/manifests/node-exporter.yaml",
+            "--nodes",
+            value,
+        ]);
+        assert_exit(&output, 2);
+        assert_eq!(stdout(&output), "", "{value:?}");
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "error: invalid value '{value}' for '--nodes <NODES>': {why}\n\n\
+                 For more information, try '--help'.\n"
+            ),
+            "{value:?}"
+        );
+    }
+    // One empty name in a list is refused too.
+    let output = nodescope(&[
+        "dry-run",
+        "-f",
+        "examples/manifests/node-exporter.yaml",
+        "--nodes",
+        "node-a,,node-b",
+    ]);
+    assert_exit(&output, 2);
+    assert!(
+        stderr(&output).starts_with("error: invalid value '' for '--nodes <NODES>': The Node \"\""),
+        "{}",
+        stderr(&output)
+    );
+    // Twice the same node, in one list or across flags.
+    for nodes in [
+        vec!["--nodes", "node-a,node-b,node-a"],
+        vec!["--nodes", "node-a", "--nodes", "node-a"],
+    ] {
+        let mut args = vec!["dry-run", "-f", "examples/manifests/node-exporter.yaml"];
+        args.extend_from_slice(&nodes);
+        let output = nodescope(&args);
+        assert_exit(&output, 2);
+        assert_eq!(stdout(&output), "", "{nodes:?}");
+        assert_eq!(
+            stderr(&output),
+            "nodescope: --nodes: \"node-a\" is given twice: a DaemonSet runs one pod per node\n",
+            "{nodes:?}"
+        );
+    }
+}

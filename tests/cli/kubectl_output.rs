@@ -187,32 +187,57 @@ fn list_shape(text: &str) -> (Value, Value, usize) {
 
 #[test]
 fn every_json_and_yaml_of_several_objects_is_a_v1_list() {
+    let features = ["--params", "examples/features/features.yaml"];
+    let cleanup = ["--params", "examples/features/cleanup/features.yaml"];
     for format in ["json", "yaml"] {
-        for (args, items) in [
+        for (args, items, code) in [
             (
                 vec!["update", "--plan", "--store", "file:examples/update"],
                 4,
+                0,
             ),
             (
                 vec!["balloon", "status", "--store", "file:examples/balloon"],
                 3,
+                0,
             ),
             (
-                vec![
-                    "features",
-                    "--params",
-                    "examples/features/features.yaml",
-                    "-f",
-                    "examples/features/vpas.yaml",
-                ],
+                [
+                    &["features"][..],
+                    &features,
+                    &["-f", "examples/features/vpas.yaml"],
+                ]
+                .concat(),
                 2,
+                0,
             ),
-            (vec!["recommend", "--demo"], 1),
+            // One Feature asked, without -A: still a List, of one report.
+            (
+                [
+                    &["features", "uses", "vpa-node-scope"][..],
+                    &features,
+                    &["-f", "examples/features/vpas.yaml"],
+                ]
+                .concat(),
+                1,
+                1,
+            ),
+            (
+                [
+                    &["features", "cleanup", "vpa-node-scope", "--dry-run"][..],
+                    &cleanup,
+                    &["-f", "examples/features/cleanup/vpas.yaml"],
+                ]
+                .concat(),
+                1,
+                1,
+            ),
+            (vec!["recommend", "--demo"], 1, 0),
         ] {
             let mut all = args.clone();
             all.extend(["-o", format]);
             let output = nodescope(&all);
-            assert_exit(&output, 0);
+            assert_exit(&output, code);
             assert_eq!(
                 list_shape(&stdout(&output)),
                 (json!("v1"), json!("List"), items),
@@ -278,6 +303,17 @@ fn version_prints_the_version_commit_and_build_date_as_kubectl_does() {
     );
     assert_eq!(value["clientVersion"]["gitCommit"], commit);
     assert_eq!(value["clientVersion"]["buildDate"], date);
+    // Go's GOARCH, as kubectl's `platform`: linux/amd64, never linux/x86_64.
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    };
+    assert_eq!(
+        value["clientVersion"]["platform"],
+        format!("{}/{arch}", std::env::consts::OS)
+    );
+    assert!(!stdout(&json).contains("x86_64"), "{}", stdout(&json));
     let yaml = nodescope(&["version", "-o", "yaml"]);
     let from_yaml: Value = serde_saphyr::from_str(&stdout(&yaml)).expect("yaml");
     assert_eq!(from_yaml, value);

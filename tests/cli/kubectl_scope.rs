@@ -174,6 +174,16 @@ fn update_plan_shows_the_pods_of_n_and_l_from_a_store_and_from_the_cluster_alike
         let online = against(&api, &args);
         assert_exit(&online, 0);
         assert_eq!(stdout(&online), stdout(&offline), "{scope:?}");
+        // No pod shown: kubectl's words, on stderr, from either.
+        let said = match (expected.is_empty(), scope.first()) {
+            (false, _) => String::new(),
+            (true, Some(&"--namespace")) => {
+                format!("No resources found in {} namespace.\n", scope[1])
+            }
+            (true, _) => "No resources found\n".to_owned(),
+        };
+        assert_eq!(stderr(&offline), said, "{scope:?}");
+        assert_eq!(stderr(&online), said, "{scope:?}");
     }
     // A selected pod's action is the one of the whole pass: agent-b is
     // still held back by the pods that are not shown.

@@ -98,8 +98,9 @@ fn a_plan_on_a_dump_without_nodes_defers_every_pod_instead_of_moving_it_to_the_v
     for item in items {
         let node = item["node"].as_str().expect("a node");
         assert_eq!(item["action"], "deferred", "{item}");
+        assert_eq!(item["reason"], "unknown node", "{item}");
         assert_eq!(
-            item["reason"],
+            item["message"],
             format!(
                 "node {node:?} is not known (no such Node in the store), so its \
                  topology.kubernetes.io/zone label is unknown: waiting until it is rather than \
@@ -241,12 +242,157 @@ fn a_negative_group_target_is_planned_as_nothing_to_do_with_the_reason() {
     assert!(!za.is_empty(), "{plan}");
     for item in za {
         assert_eq!(item["action"], "none", "{item}");
+        assert_eq!(item["reason"], "unusable recommendation", "{item}");
         assert_eq!(
-            item["reason"],
+            item["message"],
             "container \"agent\": its cpu target \"-150m\" is negative in VerticalPodAutoscaler \
              monitoring/agent, so it has no applicable recommendation; container left unchanged",
             "{item}"
         );
         assert_eq!(item["containers"], serde_json::json!([]), "{item}");
     }
+}
+
+/// examples/update without its VerticalPodAutoscaler: pods, but none a
+/// scoped VPA controls.
+fn store_without_vpa() -> (tempfile::TempDir, String) {
+    let text = std::fs::read_to_string(root().join("examples/update/cluster.yaml")).expect("read");
+    let kept: Vec<&str> = text
+        .split("\n---\n")
+        .filter(|d| !d.contains("\nkind: VerticalPodAutoscaler\n"))
+        .collect();
+    assert_eq!(kept.len(), 9, "the example's documents but its VPA");
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("cluster.yaml"), kept.join("\n---\n")).expect("write");
+    let store = format!("file:{}", dir.path().display());
+    (dir, store)
+}
+
+#[test]
+fn a_plan_of_no_pod_says_no_resources_found_as_kubectl_does() {
+    let (_dir, no_vpa) = store_without_vpa();
+    let example = "file:examples/update";
+    for (args, said) in [
+        (vec!["--store", &no_vpa], "No resources found\n"),
+        (vec!["--store", &no_vpa, "-A"], "No resources found\n"),
+        (
+            vec!["--store", example, "-n", "nope"],
+            "No resources found in nope namespace.\n",
+        ),
+        (
+            vec!["--store", example, "-l", "app=nope"],
+            "No resources found\n",
+        ),
+        (
+            vec!["--store", example, "-n", "monitoring", "-l", "app=nope"],
+            "No resources found in monitoring namespace.\n",
+        ),
+        (
+            vec![
+                "--store",
+                example,
+                "-n",
+                "nope",
+                "-o",
+                "wide",
+                "--exit-code",
+            ],
+            "No resources found in nope namespace.\n",
+        ),
+    ] {
+        let mut all = vec!["update", "--plan"];
+        all.extend_from_slice(&args);
+        let output = nodescope(&all);
+        assert_exit(&output, 0);
+        assert_eq!(stdout(&output), "", "{args:?}: no header alone");
+        assert_eq!(stderr(&output), said, "{args:?}");
+    }
+    // A List stays a List, empty, as `kubectl get -o json` prints it.
+    for (format, text) in [
+        (
+            "json",
+            "{\n  \"apiVersion\": \"v1\",\n  \"items\": [],\n  \"kind\": \"List\"\n}\n",
+        ),
+        ("yaml", "apiVersion: v1\nitems: []\nkind: List\n"),
+    ] {
+        let output = nodescope(&[
+            "update", "--plan", "--store", example, "-n", "nope", "-o", format,
+        ]);
+        assert_exit(&output, 0);
+        assert_eq!(stdout(&output), text, "{format}");
+        assert_eq!(stderr(&output), "", "{format}");
+    }
+}
+
+#[test]
+fn reasons_are_a_few_words_and_wide_adds_the_sentence() {
+    let table = nodescope(&["update", "--plan", "--store", "file:examples/update"]);
+    assert_exit(&table, 0);
+    assert_eq!(
+        stdout(&table),
+        "POD                   NODE      SCOPE VALUE   ACTION     REASON               CURRENT → DESIRED\n\
+         monitoring/agent-b2   node-b2   zb            none       at target            -\n\
+         monitoring/agent-a    node-a    za            resize     below target         agent: cpu 100m→600m, memory 100Mi→600Mi (limits cpu 200m→1200m, memory 200Mi→1200Mi)\n\
+         monitoring/agent-x    node-x    __absent__    resize     below target         agent: cpu 100m→200m, memory 100Mi→200Mi (limits cpu 200m→400m, memory 200Mi→400Mi)\n\
+         monitoring/agent-b    node-b    zb            deferred   eviction tolerance   -\n"
+    );
+    let longest = stdout(&table)
+        .lines()
+        .filter_map(|l| l.split("   ").map(str::trim).nth(4))
+        .map(str::len)
+        .max();
+    assert!(longest.is_some_and(|n| n <= 20), "{longest:?}");
+    let wide = nodescope(&[
+        "update",
+        "--plan",
+        "--store",
+        "file:examples/update",
+        "-o",
+        "wide",
+        "-l",
+        "!canary",
+        "-n",
+        "monitoring",
+    ]);
+    assert_exit(&wide, 0);
+    let text = stdout(&wide);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].contains("   REASON               CURRENT → DESIRED   ")
+            && lines[0].ends_with("   MESSAGE"),
+        "{text}"
+    );
+    assert!(
+        lines[4].ends_with(
+            "   above its recommendation: the summed relative difference of its requests from \
+             the recommendation (upstream's resource diff) is 0.86, at least \
+             --pod-update-threshold 0.10; held back: 2 of 4 pods may be disrupted at once \
+             (--eviction-tolerance) and that many already are"
+        ),
+        "{text}"
+    );
+    assert!(lines[1].ends_with("   at its recommendation"), "{text}");
+    // JSON and YAML carry both: the few words and the sentence.
+    let json = nodescope(&[
+        "update",
+        "--plan",
+        "--store",
+        "file:examples/update",
+        "-o",
+        "json",
+    ]);
+    let plan: serde_json::Value = serde_json::from_str(&stdout(&json)).expect("json");
+    let a = &plan["items"][1];
+    assert_eq!(
+        (&a["pod"], &a["reason"], &a["message"]),
+        (
+            &serde_json::json!("agent-a"),
+            &serde_json::json!("below target"),
+            &serde_json::json!(
+                "below its recommendation: the summed relative difference of its requests from \
+                 the recommendation (upstream's resource diff) is 10.00, at least \
+                 --pod-update-threshold 0.10"
+            )
+        )
+    );
 }

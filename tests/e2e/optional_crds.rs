@@ -326,8 +326,10 @@ pub async fn run(plane: &ControlPlane) {
             .iter()
             .find(|p| p["pod"] == name)?
             .clone();
-        let reason = item["reason"].as_str()?.to_owned();
-        (reason == "feature kube-system/vpa-node-scope is TurningOff").then_some(reason)
+        let reason = item["message"].as_str()?.to_owned();
+        (item["reason"] == "feature not On"
+            && reason == "feature kube-system/vpa-node-scope is TurningOff")
+            .then_some(reason)
     })
     .await;
     println!("  updater: {reason}");

@@ -84,7 +84,7 @@ async fn boost_annotation(pods: &Api<Pod>, name: &str) -> Option<String> {
         .cloned()
 }
 
-/// The plan's (action, reason) of `name`, with the gate.
+/// The plan's (action, message) of `name`, with the gate.
 fn plan_of(name: &str) -> (String, String) {
     crate::update::plan_row(NS, name, &[GATE])
 }

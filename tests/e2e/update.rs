@@ -182,7 +182,8 @@ pub(crate) async fn spec_of(pods: &Api<Pod>, name: &str) -> (String, String, Str
 /// Plays the kubelet: the spec's resources become the actuated ones.
 /// `nodescope update --plan --store kube -o json --min-replicas 1` against
 /// the cluster, with the webhook's Lease looked for in `ns`: the (action,
-/// reason) of pod `name`.
+/// message) of pod `name` (the message is the sentence; `reason` its few
+/// words).
 pub(crate) fn plan_row(ns: &str, name: &str, extra: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_nodescope"))
         .args([
@@ -215,7 +216,7 @@ pub(crate) fn plan_row(ns: &str, name: &str, extra: &[&str]) -> (String, String)
         .unwrap_or_else(|| panic!("{name} not in the plan: {plan}"));
     (
         item["action"].as_str().unwrap_or_default().to_owned(),
-        item["reason"].as_str().unwrap_or_default().to_owned(),
+        item["message"].as_str().unwrap_or_default().to_owned(),
     )
 }
 

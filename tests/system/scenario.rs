@@ -113,8 +113,9 @@ impl World {
     /// differ, the updater's stores are behind), and every log kept in a
     /// directory that outlives the run.
     fn diagnose(&self) {
-        let (code, out, err) = self.nodescope(&["update", "--plan", "-A"]);
-        println!("system: --- update --plan -A (exit {code}), pods with something to do:");
+        // `wide`: each row's message, the sentence that says why.
+        let (code, out, err) = self.nodescope(&["update", "--plan", "-A", "-o", "wide"]);
+        println!("system: --- update --plan -A -o wide (exit {code}), pods with something to do:");
         for line in out.lines().filter(|l| !l.contains(" none ")).take(40) {
             println!("{line}");
         }

@@ -52,8 +52,9 @@ pub struct SetArgs {
     /// Instead, the fraction of allocatable that workloads may use.
     #[arg(long, value_parser = Fraction::parse, conflicts_with_all = ["usable_cpu", "usable_memory"])]
     pub usable_fraction: Option<Fraction>,
-    /// Return once the resize is actuated or refused (exit 0 when the
-    /// balloon holds what was asked, 1 otherwise).
+    /// Return once the resize is actuated or refused: exit 0 when the
+    /// balloon holds what was asked, 1 when it is refused (Refused,
+    /// Infeasible, Invalid, no balloon), 4 when --timeout passes first.
     #[arg(long)]
     pub wait: bool,
     /// `client`: print the patch and send nothing; `server`: send it with
@@ -63,10 +64,15 @@ pub struct SetArgs {
     pub dry_run: DryRun,
     #[command(flatten)]
     pub cluster: ClusterFlags,
-    /// How long `--wait` waits.
+    /// How long `--wait` waits (then exit 4).
     #[arg(long, default_value = "2m", value_parser = flags::interval)]
     pub timeout: Duration,
 }
+
+/// The exit code of `set --wait` when `--timeout` passes before the
+/// balloon settles or is refused: not 1, which says the cluster refused
+/// the size, while this says only that it has not answered yet.
+pub const TIMED_OUT: u8 = 4;
 
 /// `--usable-cpu`: a quantity, checked alone as the Node's annotation is.
 fn usable_cpu(text: &str) -> Result<Quantity, String> {
@@ -211,13 +217,39 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
         }
         if tokio::time::Instant::now() >= deadline {
             let words = plan.map_or_else(
-                || "no plan".to_owned(),
+                || "no balloon plan for it yet".to_owned(),
                 |p| format!("{}: {}", p.state.as_str(), p.reason),
             );
-            println!("timed out after {:?}; {words}", args.timeout);
-            return Ok(ExitCode::from(1));
+            eprintln!(
+                "nodescope: balloon set: timed out after {} waiting for node/{} to settle; \
+                 last seen {words}",
+                go_duration(args.timeout),
+                args.node
+            );
+            return Ok(ExitCode::from(TIMED_OUT));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// A duration as Go (and so `--timeout`'s own syntax) writes it: `2m0s`,
+/// `45s`, `1h0m0s`, `1.5s`.
+fn go_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let millis = d.subsec_millis();
+    let seconds = if millis == 0 {
+        format!("{}s", secs % 60)
+    } else {
+        format!(
+            "{}.{}s",
+            secs % 60,
+            format!("{millis:03}").trim_end_matches('0')
+        )
+    };
+    match (secs / 3600, secs / 60 % 60) {
+        (0, 0) => seconds,
+        (0, m) => format!("{m}m{seconds}"),
+        (h, m) => format!("{h}h{m}m{seconds}"),
     }
 }
 
@@ -257,6 +289,14 @@ mod tests {
             set_patch(&args, "7")["metadata"]["annotations"]["nodescope.dev/usable-memory"],
             "24Gi"
         );
+    }
+
+    #[test]
+    fn a_timeout_reads_as_go_writes_a_duration() {
+        assert_eq!(go_duration(Duration::from_secs(120)), "2m0s");
+        assert_eq!(go_duration(Duration::from_secs(45)), "45s");
+        assert_eq!(go_duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(go_duration(Duration::from_millis(1500)), "1.5s");
     }
 
     #[test]

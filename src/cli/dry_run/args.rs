@@ -83,8 +83,9 @@ pub struct DryRunArgs {
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
     /// Expand each DaemonSet given with -f into one pod per node, as the
-    /// DaemonSet controller would create them (comma-separated node names).
-    #[arg(long, value_delimiter = ',')]
+    /// DaemonSet controller would create them (comma-separated node names,
+    /// each a Node name the apiserver takes, each once).
+    #[arg(long, value_delimiter = ',', value_parser = crate::cli::flags::node_name::parse)]
     pub nodes: Vec<String>,
     /// The operation of every request built from a manifest.
     #[arg(long, value_enum, default_value = "CREATE")]

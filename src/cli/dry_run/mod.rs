@@ -16,7 +16,7 @@ mod run;
 pub mod spool;
 
 pub use args::{DryRunArgs, DryRunFormat, Operation};
-pub use run::{run_dry_run, use_colour};
+pub use run::{is_state, run_dry_run, use_colour};
 
 use crate::admission::{self, Decider};
 use crate::apiserver::defaulting::{self, PriorityClasses};

@@ -70,6 +70,12 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
         std::io::stdout().is_terminal(),
         std::env::var_os("NO_COLOR").as_deref(),
     );
+    if let Some(node) = crate::cli::flags::node_name::repeated(&args.nodes) {
+        return Err(InputError::Usage(format!(
+            "--nodes: {node:?} is given twice: a DaemonSet runs one pod per node"
+        ))
+        .into());
+    }
     if args.operation != Operation::Update && !args.old.is_empty() {
         return Err(InputError::Usage("--old is only used with --operation UPDATE".into()).into());
     }
@@ -178,7 +184,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
 /// Whether a document of `-f` is also cluster state the run keeps. A
 /// ConfigMap is kept only when a binding could take it as its param:
 /// inputs hold ConfigMaps by the thousand, and the rules read few.
-fn is_state(policies: &PolicySet, value: &Value) -> bool {
+pub fn is_state(policies: &PolicySet, value: &Value) -> bool {
     is_param_kind(value)
         && (crate::json::str_at(value, "/kind") != "ConfigMap"
             || crate::json::str_at(value, "/apiVersion") != "v1"

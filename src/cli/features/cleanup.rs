@@ -73,7 +73,7 @@ pub fn run_cleanup(args: &CleanupArgs) -> Result<ExitCode, RunError> {
         });
     }
     if args.output != UsesFormat::Table {
-        text = render_reports(&reports, args.namespace.all_namespaces, args.output)?;
+        text = render_reports(&reports, args.output)?;
     }
     write_out(&text)?;
     Ok(if !any {

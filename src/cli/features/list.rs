@@ -4,7 +4,7 @@
 
 use super::{load, uses_of, write_out, Source, UsesFormat};
 use crate::cli::dry_run::RunError;
-use crate::cli::kubectl::table::{age, table};
+use crate::cli::kubectl::table::{age, none_found, table};
 use crate::json::str_at;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{json, Value};
@@ -36,6 +36,12 @@ pub(crate) fn run_list(source: &Source, output: UsesFormat) -> Result<ExitCode, 
         eprintln!("nodescope: warning: {warning}");
     }
     let text = match output {
+        // No Feature: kubectl's words on stderr, not a header alone that
+        // reads as "every Feature is fine".
+        UsesFormat::Table if items.is_empty() => {
+            eprintln!("{}", none_found(None));
+            String::new()
+        }
         UsesFormat::Table => list_table(&items, now),
         UsesFormat::Json | UsesFormat::Yaml => {
             let list: Vec<Value> = items

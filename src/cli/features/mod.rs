@@ -10,7 +10,7 @@ mod list;
 
 use crate::apiserver::kinds::Kinds;
 use crate::apiserver::review::group_version;
-use crate::cli::dry_run::{check_state, is_param_kind, load_policies, RunError};
+use crate::cli::dry_run::{check_state, is_param_kind, is_state, load_policies, RunError};
 use crate::cli::flags;
 use crate::cli::kubectl::table::table;
 use crate::cli::kubectl::{self, cluster};
@@ -23,7 +23,7 @@ use crate::policy::PolicySet;
 use crate::store::Snapshot;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -121,7 +121,8 @@ pub struct UsesArgs {
 }
 
 /// Which namespace the Feature NAME is looked up in: `-n`, or with `-A`
-/// every namespace (each Feature of that name, a List with `-o json|yaml`).
+/// every namespace (each Feature of that name, one item each of the List of
+/// `-o json|yaml`).
 #[derive(Debug, Args, Clone)]
 pub struct FeatureNamespace {
     /// The Feature's namespace.
@@ -195,6 +196,13 @@ pub(crate) fn load_with_objects(source: &Source, command: &str) -> Result<Loaded
     load(source)
 }
 
+/// Reads the Features, the policies and the objects: from the cluster, or
+/// offline from `--params` and `-f`. `-f` is read as `dry-run` reads it
+/// ([`Inputs::each`], a file or a piece of one at a time) in two passes:
+/// the first learns the kinds, refuses an object given twice and keeps the
+/// Features; the second keeps only what the Features' gating policies
+/// match or their `spec.cleanup` names, and the state the policies read,
+/// so that memory follows what is looked through, not the input's size.
 pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     if source.files.is_empty() && source.params.is_empty() {
         return load_cluster(source);
@@ -207,63 +215,101 @@ pub(crate) fn load(source: &Source) -> Result<Loaded, RunError> {
     let (policies, mut state) = load_policies(source.policies.as_deref(), &name)?;
     let mut inputs = Inputs::default();
     let params = inputs.read("--params", &source.params)?;
-    let documents = inputs.read("-f", &source.files)?;
     let mut kinds = Kinds::default();
     // --params and -f are one cluster: an object is in it once.
     let mut unique = crate::input::objects::Unique::default();
-    for document in params.iter().chain(&documents) {
+    let mut features: Vec<Value> = Vec::new();
+    let mut first = |document: &SourceDocument, kinds: &mut Kinds| -> Result<(), RunError> {
         unique.check(&document.value, &document.location)?;
         kinds
             .learn(&document.value)
             .map_err(|why| InputError::document(&document.location, why))?;
+        if is_feature(&document.value) {
+            features.push(document.value.clone());
+        }
+        Ok(())
+    };
+    for document in &params {
+        first(document, &mut kinds)?;
     }
+    inputs.each("-f", &source.files, &mut |documents: Vec<
+        SourceDocument,
+    >| {
+        documents.iter().try_for_each(|d| first(d, &mut kinds))
+    })?;
     for document in &params {
         check_state(&kinds, document)?;
     }
+    let wanted = wanted(&policies, &features);
+    state.extend(params.into_iter().map(|d| d.value).filter(is_param_kind));
     let mut listed: BTreeMap<(String, String, String), Listed> = BTreeMap::new();
-    for document in &documents {
-        check_state(&kinds, document)?;
-        let value = &document.value;
+    let mut second = |document: SourceDocument| -> Result<(), RunError> {
+        check_state(&kinds, &document)?;
+        let value = document.value;
         let info = kinds
-            .lookup(str_at(value, "/apiVersion"), str_at(value, "/kind"))
+            .lookup(str_at(&value, "/apiVersion"), str_at(&value, "/kind"))
             .map_err(|why| InputError::document(&document.location, why))?;
-        let (group, version) = group_version(str_at(value, "/apiVersion"));
-        let key = (group.to_owned(), version.to_owned(), info.resource.clone());
-        listed
-            .entry(key)
-            .or_insert_with(|| Listed {
-                group: group.to_owned(),
-                version: version.to_owned(),
-                resource: info.resource.clone(),
-                namespaced: info.namespaced,
-                objects: Vec::new(),
-            })
-            .objects
-            .push(value.clone());
-    }
-    let given: Vec<&SourceDocument> = params.iter().chain(&documents).collect();
-    let features: Vec<Value> = given
-        .iter()
-        .map(|d| &d.value)
-        .filter(|v| {
-            str_at(v, "/kind") == "Feature"
-                && group_version(str_at(v, "/apiVersion")).0 == "featureflags.nodescope.dev"
-        })
-        .cloned()
-        .collect();
-    state.extend(
-        given
+        let (group, version) = group_version(str_at(&value, "/apiVersion"));
+        let looked_through = wanted
             .iter()
-            .map(|d| &d.value)
-            .filter(|v| is_param_kind(v))
-            .cloned(),
-    );
+            .any(|(g, r)| (g == "*" || g == group) && (r == "*" || *r == info.resource));
+        if is_state(&policies, &value) {
+            state.push(value.clone());
+        }
+        if looked_through {
+            let key = (group.to_owned(), version.to_owned(), info.resource.clone());
+            listed
+                .entry(key)
+                .or_insert_with(|| Listed {
+                    group: group.to_owned(),
+                    version: version.to_owned(),
+                    resource: info.resource.clone(),
+                    namespaced: info.namespaced,
+                    objects: Vec::new(),
+                })
+                .objects
+                .push(value);
+        }
+        Ok(())
+    };
+    inputs.rewind();
+    inputs.each("-f", &source.files, &mut |documents: Vec<
+        SourceDocument,
+    >| {
+        documents.into_iter().try_for_each(&mut second)
+    })?;
     Ok(Loaded {
         policies,
         features,
         listed: listed.into_values().collect(),
         inputs: Snapshot::build(state),
     })
+}
+
+/// A nodescope Feature.
+fn is_feature(value: &Value) -> bool {
+    str_at(value, "/kind") == "Feature"
+        && group_version(str_at(value, "/apiVersion")).0 == "featureflags.nodescope.dev"
+}
+
+/// The `(group, resource)`s worth keeping from `-f`: what the Features'
+/// gating policies match (`*` for any), as the controller lists them from
+/// the cluster, and what their `spec.cleanup` names (a declaration that
+/// does not read is refused later, by the command that follows it).
+fn wanted(policies: &PolicySet, features: &[Value]) -> BTreeSet<(String, String)> {
+    let mut wanted = BTreeSet::new();
+    for feature in features {
+        for gate in policies.gating_policies(
+            str_at(feature, "/metadata/namespace"),
+            str_at(feature, "/metadata/name"),
+        ) {
+            wanted.extend(gate.resources);
+        }
+        for rule in crate::features::cleanup::rules(feature).unwrap_or_default() {
+            wanted.insert((rule.group, rule.resource));
+        }
+    }
+    wanted
 }
 
 /// The cluster of the kubeconfig (or the pod's service account): its
@@ -372,20 +418,15 @@ pub(crate) fn find_features<'l>(
     Err(InputError::Usage(format!("no Feature {asked}: {known}")).into())
 }
 
-/// Each report alone, or a List of them with `-A` (several objects).
-pub(crate) fn render_reports(
-    reports: &[Value],
-    all_namespaces: bool,
-    output: UsesFormat,
-) -> Result<String, RunError> {
-    match reports {
-        [one] if !all_namespaces => render(one, output),
-        _ => render(
-            &serde_json::to_value(kubectl::list::list(reports))
-                .map_err(|e| RunError::Internal(e.to_string()))?,
-            output,
-        ),
-    }
+/// The reports, one per Feature, as a `v1` List whether one Feature or
+/// (with `-A`) several was asked: every `-o json|yaml` that prints rows is
+/// a List, so `jq .items` reads them alike.
+pub(crate) fn render_reports(reports: &[Value], output: UsesFormat) -> Result<String, RunError> {
+    render(
+        &serde_json::to_value(kubectl::list::list(reports))
+            .map_err(|e| RunError::Internal(e.to_string()))?,
+        output,
+    )
 }
 
 fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
@@ -419,7 +460,7 @@ fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
         }
     }
     if args.output != UsesFormat::Table {
-        text = render_reports(&reports, args.namespace.all_namespaces, args.output)?;
+        text = render_reports(&reports, args.output)?;
     }
     write_out(&text)?;
     Ok(if !any {

@@ -13,6 +13,7 @@
 pub mod feature_gates;
 pub mod missing_node;
 pub mod mutation;
+pub mod node_name;
 pub mod vpa_namespaces;
 
 use std::time::Duration;

@@ -26,6 +26,16 @@ pub(crate) fn table<const N: usize>(rows: &[[String; N]]) -> String {
     out
 }
 
+/// What kubectl says on stderr when a listing has no row (`kubectl get`'s
+/// words exactly): a table with only its header would read as a list of
+/// nothing to do.
+pub(crate) fn none_found(namespace: Option<&str>) -> String {
+    match namespace {
+        Some(namespace) => format!("No resources found in {namespace} namespace."),
+        None => "No resources found".to_owned(),
+    }
+}
+
 /// kubectl's short age: `45s`, `12m`, `5h`, `3d`.
 pub(crate) fn age(now: Timestamp, then: Timestamp) -> String {
     let seconds = now.duration_since(then).as_secs().max(0);
@@ -49,6 +59,15 @@ mod tests {
         assert_eq!(age(t(100_000), t(100_000 - 5 * 3600)), "5h");
         assert_eq!(age(t(1_000_000), t(1_000_000 - 3 * 86_400)), "3d");
         assert_eq!(age(t(0), t(10)), "0s");
+    }
+
+    #[test]
+    fn no_row_is_said_in_kubectls_words() {
+        assert_eq!(none_found(None), "No resources found");
+        assert_eq!(
+            none_found(Some("ops")),
+            "No resources found in ops namespace."
+        );
     }
 
     #[test]

@@ -7,8 +7,7 @@
 mod list;
 
 use crate::cli::flags::{self, feature_gates, parse_duration, vpa_namespaces};
-use crate::cli::kubectl::list::Output;
-use crate::cli::kubectl::table::table;
+use crate::cli::kubectl::table::{none_found, table};
 use crate::cli::kubectl::{self, cluster, scope};
 use crate::cli::running::{self, report};
 use crate::cli::MissingNode;
@@ -44,7 +43,7 @@ pub struct UpdateArgs {
     pub plan: bool,
     /// Output of `--plan`.
     #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
-    pub output: Output,
+    pub output: PlanOutput,
     /// With `--plan`: exit 1 when the pass would resize or evict a pod, 0
     /// when it would not, as `git diff --exit-code`; without it, 0 either
     /// way. Deferred pods are not actions.
@@ -238,8 +237,19 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
         now,
     );
     let plans = shown(plans, &state.selected);
-    render(&plans, args.output, out).map_err(|e| e.to_string())?;
+    print_plan(args, &plans, out)?;
     Ok(plan_code(args, &plans))
+}
+
+/// Prints the plan; a table with no row is kubectl's `No resources found`
+/// on stderr instead (a List stays a List, empty), so that a selection or
+/// a store that plans no pod never reads as a plan where nothing is to do.
+fn print_plan(args: &UpdateArgs, plans: &[PodPlan], out: &mut impl Write) -> Result<(), String> {
+    if plans.is_empty() && matches!(args.output, PlanOutput::Table | PlanOutput::Wide) {
+        eprintln!("{}", none_found(args.scope.namespace.as_deref()));
+        return Ok(());
+    }
+    render(plans, args.output, out).map_err(|e| e.to_string())
 }
 
 /// The plans of the pods `-n` and `-l` chose (`namespace/name`).
@@ -260,40 +270,68 @@ fn plan_code(args: &UpdateArgs, plans: &[PodPlan]) -> ExitCode {
     }
 }
 
-/// Writes the plan as a table, or as a List ([`kubectl::list`]) in JSON or
-/// YAML.
+/// `-o` of `update --plan`: kubectl's table, `wide` with the message of
+/// each row, or the List as JSON or YAML.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum PlanOutput {
+    /// One row per pod; REASON in a few words.
+    Table,
+    /// The table with a MESSAGE column: why, in a sentence.
+    Wide,
+    /// A `v1` List of the pods' plans, as JSON.
+    Json,
+    /// The same List as YAML.
+    Yaml,
+}
+
+/// Writes the plan as a table (with `wide`, each row's message too), or as
+/// a List ([`kubectl::list`]) in JSON or YAML.
 ///
 /// # Errors
 /// When `out` fails.
-pub fn render(plans: &[PodPlan], output: Output, out: &mut impl Write) -> std::io::Result<()> {
+pub fn render(plans: &[PodPlan], output: PlanOutput, out: &mut impl Write) -> std::io::Result<()> {
+    let row = |p: &PodPlan| {
+        [
+            format!("{}/{}", p.namespace, p.pod),
+            p.node.as_deref().unwrap_or("-").to_owned(),
+            p.scope_value.as_deref().unwrap_or("-").to_owned(),
+            p.action.as_str().to_owned(),
+            p.reason.to_string(),
+            change(p),
+        ]
+    };
+    const HEADERS: [&str; 6] = [
+        "POD",
+        "NODE",
+        "SCOPE VALUE",
+        "ACTION",
+        "REASON",
+        "CURRENT → DESIRED",
+    ];
     match output {
-        Output::Json => {
+        PlanOutput::Json => {
             let text = kubectl::list::json(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
-        Output::Yaml => {
+        PlanOutput::Yaml => {
             let text = kubectl::list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
-        Output::Table => {
-            let mut rows = vec![[
-                "POD".to_owned(),
-                "NODE".to_owned(),
-                "SCOPE VALUE".to_owned(),
-                "ACTION".to_owned(),
-                "REASON".to_owned(),
-                "CURRENT → DESIRED".to_owned(),
-            ]];
-            for p in plans {
-                rows.push([
-                    format!("{}/{}", p.namespace, p.pod),
-                    p.node.as_deref().unwrap_or("-").to_owned(),
-                    p.scope_value.as_deref().unwrap_or("-").to_owned(),
-                    p.action.as_str().to_owned(),
-                    p.reason.to_string(),
-                    change(p),
-                ]);
-            }
+        PlanOutput::Table => {
+            let mut rows = vec![HEADERS.map(str::to_owned)];
+            rows.extend(plans.iter().map(row));
+            write!(out, "{}", table(&rows))
+        }
+        PlanOutput::Wide => {
+            // The sentence last, as the widest column.
+            let mut rows = vec![{
+                let [a, b, c, d, e, f] = HEADERS.map(str::to_owned);
+                [a, b, c, d, e, f, "MESSAGE".to_owned()]
+            }];
+            rows.extend(plans.iter().map(|p| {
+                let [a, b, c, d, e, f] = row(p);
+                [a, b, c, d, e, f, p.message.to_string()]
+            }));
             write!(out, "{}", table(&rows))
         }
     }
@@ -391,7 +429,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             plan_objects(objects, &args.config(), fresh, now)?,
             &selected,
         );
-        render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
+        print_plan(args, &plans, &mut std::io::stdout().lock())?;
         return Ok(plan_code(args, &plans));
     }
     let reports = report

@@ -48,7 +48,30 @@ pub fn info() -> Info {
         git_version: format!("v{}", env!("CARGO_PKG_VERSION")),
         git_commit: env!("NODESCOPE_GIT_COMMIT"),
         build_date: env!("NODESCOPE_BUILD_DATE"),
-        platform: format!("{}/{}", std::env::consts::OS, std::env::consts::ARCH),
+        platform: format!(
+            "{}/{}",
+            std::env::consts::OS,
+            go_arch(std::env::consts::ARCH, cfg!(target_endian = "little"))
+        ),
+    }
+}
+
+/// Rust's name of an architecture as Go's `GOARCH` spells it, so that
+/// `platform` reads as kubectl's (`linux/amd64`, not `linux/x86_64`). A name
+/// Go has no other word for is kept; Go names little-endian POWER and MIPS
+/// apart (`ppc64le`, `mips64le`), where Rust names the endianness elsewhere.
+#[must_use]
+pub fn go_arch(rust: &str, little_endian: bool) -> &str {
+    match (rust, little_endian) {
+        ("x86_64", _) => "amd64",
+        ("x86", _) => "386",
+        ("aarch64", _) => "arm64",
+        ("loongarch64", _) => "loong64",
+        ("powerpc64", true) => "ppc64le",
+        ("powerpc64", false) => "ppc64",
+        ("mips64", true) => "mips64le",
+        ("mips", true) => "mipsle",
+        (other, _) => other,
     }
 }
 
@@ -82,4 +105,20 @@ pub fn run_version(args: &VersionArgs, out: &mut impl Write) -> Result<(), Strin
     };
     out.write_all(text.as_bytes())
         .map_err(|e| format!("writing the output: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::go_arch;
+
+    #[test]
+    fn architectures_are_named_as_go_names_them() {
+        assert_eq!(go_arch("x86_64", true), "amd64");
+        assert_eq!(go_arch("aarch64", true), "arm64");
+        assert_eq!(go_arch("x86", true), "386");
+        assert_eq!(go_arch("powerpc64", true), "ppc64le");
+        assert_eq!(go_arch("powerpc64", false), "ppc64");
+        assert_eq!(go_arch("arm", true), "arm");
+        assert_eq!(go_arch("s390x", false), "s390x");
+    }
 }
