@@ -41,11 +41,23 @@ fn only_files_nodescope_wrote_are_removed_when_the_set_changes() {
         "metadata": {"name": "agent-agent", "namespace": "monitoring"}});
     std::fs::write(path.join("monitoring.agent-agent.json"), theirs.to_string()).expect("write");
 
-    let first = CheckpointDir::read(path).expect("read");
-    replace(path, &first, &[checkpoint("agent-0-of-1", false)]).expect("written");
-    let second = CheckpointDir::read(path).expect("read");
+    let first = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    replace(
+        path,
+        &first,
+        &[checkpoint("agent-0-of-1", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
+    let second = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     assert_eq!(second.ours, [path.join("monitoring.agent-0-of-1.json")]);
-    replace(path, &second, &[checkpoint("agent-0-of-2", false)]).expect("written");
+    replace(
+        path,
+        &second,
+        &[checkpoint("agent-0-of-2", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
 
     assert_eq!(
         names(path),
@@ -75,7 +87,7 @@ fn files_that_are_not_checkpoints_are_named_in_one_warning_and_checkpoints_of_ot
          metadata: {name: agent-agent, namespace: monitoring}\n",
     )
     .expect("write");
-    let read = CheckpointDir::read(path).expect("read");
+    let read = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     assert_eq!(read.objects.len(), 1);
     assert!(read.ours.is_empty());
     assert_eq!(
@@ -93,7 +105,7 @@ fn a_name_taken_by_a_file_nodescope_did_not_write_stops_the_write_before_anythin
     let path = dir.path();
     let taken = path.join("monitoring.agent-0-of-1.json");
     std::fs::write(&taken, checkpoint("agent-0-of-1", false).to_string()).expect("write");
-    let before = CheckpointDir::read(path).expect("read");
+    let before = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     let error = replace(
         path,
         &before,
@@ -101,14 +113,15 @@ fn a_name_taken_by_a_file_nodescope_did_not_write_stops_the_write_before_anythin
             checkpoint("agent-1", false),
             checkpoint("agent-0-of-1", false),
         ],
+        DEFAULT_RECOMMENDER,
     )
     .expect_err("refused");
     assert_eq!(
         error.to_string(),
         format!(
-            "refusing to overwrite {}: nodescope did not write it (no \
-             app.kubernetes.io/managed-by: nodescope-recommender label); move it away or \
-             choose another --checkpoints directory",
+            "refusing to overwrite {}: recommender \"default\" did not write it (it has no \
+             app.kubernetes.io/managed-by: nodescope-recommender label, or another \
+             nodescope.dev/recommender); move it away or choose another --checkpoints directory",
             taken.display()
         )
     );

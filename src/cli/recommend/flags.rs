@@ -63,8 +63,9 @@ pub struct RunningFlags {
 #[derive(Debug, Args, Clone)]
 pub struct UpstreamFlags {
     /// VPAs naming this recommender in spec.recommenders are computed; a
-    /// VPA naming none belongs to "default".
-    #[arg(long, default_value = "default")]
+    /// VPA naming none belongs to "default". Its checkpoints carry the name
+    /// as a label value (nodescope.dev/recommender), so it must be one.
+    #[arg(long, default_value = "default", value_parser = flags::label_value)]
     pub recommender_name: String,
     /// How often metrics are fetched and recommendations computed.
     #[arg(long, default_value = "1m", value_parser = flags::interval)]
@@ -128,11 +129,13 @@ pub struct UpstreamFlags {
     /// Memory after an OOM kill: at least the usage plus this many bytes.
     #[arg(long, default_value_t = 104_857_600.0, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub oom_min_bump_up_bytes: f64,
-    /// Largest CPU recommended for a container (a VPA's maxAllowed wins).
-    #[arg(long)]
+    /// Largest CPU recommended for a container (a VPA's maxAllowed wins;
+    /// 0: no cap).
+    #[arg(long, value_parser = flags::quantity, allow_negative_numbers = true)]
     pub container_recommendation_max_allowed_cpu: Option<Quantity>,
-    /// Largest memory recommended for a container (a VPA's maxAllowed wins).
-    #[arg(long)]
+    /// Largest memory recommended for a container (a VPA's maxAllowed wins;
+    /// 0: no cap).
+    #[arg(long, value_parser = flags::quantity, allow_negative_numbers = true)]
     pub container_recommendation_max_allowed_memory: Option<Quantity>,
     /// nodescope's own: a scope value gets a group once each of its
     /// containers has this many CPU samples (1: any history, upstream's
@@ -150,7 +153,84 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// `a` (named `a_flag`) must not be above `b`: both flags and values named.
+fn ordered(a_flag: &str, a: f64, b_flag: &str, b: f64, why: &str) -> Result<(), String> {
+    if a > b {
+        return Err(format!("--{a_flag} {a} is above --{b_flag} {b}: {why}"));
+    }
+    Ok(())
+}
+
+/// A cap (0: none) below a floor.
+fn cap_above_floor(
+    cap_flag: &str,
+    cap: Option<&Quantity>,
+    scale: f64,
+    floor_flag: &str,
+    floor: f64,
+) -> Result<(), String> {
+    match cap {
+        Some(cap) if !cap.is_zero() && cap.as_approximate_f64() * scale < floor => Err(format!(
+            "--{cap_flag} {cap} is below --{floor_flag} {floor}: every recommendation would \
+             be capped under its minimum"
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl UpstreamFlags {
+    /// The checks between flags, each in range on its own (clap checked
+    /// that): no bound that can invert a recommendation.
+    ///
+    /// # Errors
+    /// The first pair out of order, naming both flags and their values.
+    pub fn check(&self) -> Result<(), String> {
+        const LOWER: &str = "the lower bound would be above the target";
+        const UPPER: &str = "the target would be above the upper bound";
+        ordered(
+            "recommendation-lower-bound-cpu-percentile",
+            self.recommendation_lower_bound_cpu_percentile,
+            "target-cpu-percentile",
+            self.target_cpu_percentile,
+            LOWER,
+        )?;
+        ordered(
+            "target-cpu-percentile",
+            self.target_cpu_percentile,
+            "recommendation-upper-bound-cpu-percentile",
+            self.recommendation_upper_bound_cpu_percentile,
+            UPPER,
+        )?;
+        ordered(
+            "recommendation-lower-bound-memory-percentile",
+            self.recommendation_lower_bound_memory_percentile,
+            "target-memory-percentile",
+            self.target_memory_percentile,
+            LOWER,
+        )?;
+        ordered(
+            "target-memory-percentile",
+            self.target_memory_percentile,
+            "recommendation-upper-bound-memory-percentile",
+            self.recommendation_upper_bound_memory_percentile,
+            UPPER,
+        )?;
+        cap_above_floor(
+            "container-recommendation-max-allowed-cpu",
+            self.container_recommendation_max_allowed_cpu.as_ref(),
+            1000.0,
+            "pod-recommendation-min-cpu-millicores",
+            self.pod_recommendation_min_cpu_millicores,
+        )?;
+        cap_above_floor(
+            "container-recommendation-max-allowed-memory",
+            self.container_recommendation_max_allowed_memory.as_ref(),
+            1.0 / (1024.0 * 1024.0),
+            "pod-recommendation-min-memory-mb",
+            self.pod_recommendation_min_memory_mb,
+        )
+    }
+
     /// The typed configuration of the model and the status.
     #[must_use]
     pub fn replay(&self) -> Replay {
