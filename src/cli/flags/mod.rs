@@ -298,7 +298,9 @@ pub fn quantity(text: &str) -> Result<crate::quantity::Quantity, String> {
         .parse::<crate::quantity::Quantity>()
         .map_err(|e| e.to_string())?;
     if q.sign() < 0 {
-        return Err(format!("{text:?}: cannot be negative"));
+        return Err(format!(
+            "expected a quantity >= 0 (0: no cap), not {text:?}"
+        ));
     }
     Ok(q)
 }

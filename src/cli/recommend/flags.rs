@@ -19,7 +19,7 @@ use std::time::Duration;
 pub struct RunningFlags {
     /// How often the leader checkpoints its history (and once more when it
     /// stops). A leader that crashes loses at most this much history.
-    #[arg(long, default_value = "10m", value_parser = flags::interval)]
+    #[arg(long, default_value = "10m", value_parser = flags::interval, allow_hyphen_values = true)]
     pub checkpoint_interval: Duration,
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-recommender")]
@@ -46,7 +46,7 @@ pub struct RunningFlags {
     )]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration)]
+    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration, allow_hyphen_values = true)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     // Upstream's name. The hidden alias is what nodescope's other
@@ -68,7 +68,7 @@ pub struct UpstreamFlags {
     #[arg(long, default_value = "default", value_parser = flags::label_value)]
     pub recommender_name: String,
     /// How often metrics are fetched and recommendations computed.
-    #[arg(long, default_value = "1m", value_parser = flags::interval)]
+    #[arg(long, default_value = "1m", value_parser = flags::interval, allow_hyphen_values = true)]
     pub recommender_interval: Duration,
     #[command(flatten)]
     pub namespaces: vpa_namespaces::NamespaceFlags,
@@ -100,10 +100,10 @@ pub struct UpstreamFlags {
     #[arg(long, default_value_t = 0.95, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_upper_bound_memory_percentile: f64,
     /// The time unit of the CPU bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub confidence_interval_cpu: Duration,
     /// The time unit of the memory bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub confidence_interval_memory: Duration,
     /// CPU recommendations are rounded up to a multiple of this.
     #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
@@ -112,16 +112,16 @@ pub struct UpstreamFlags {
     #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub round_memory_bytes: i64,
     /// The window of one memory peak.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub memory_aggregation_interval: Duration,
     /// How many windows history is kept for.
     #[arg(long, default_value_t = 8, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub memory_aggregation_interval_count: i64,
     /// Half-life of a memory peak's weight.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub memory_histogram_decay_half_life: Duration,
     /// Half-life of a CPU sample's weight.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub cpu_histogram_decay_half_life: Duration,
     /// Memory after an OOM kill: at least this times the usage.
     #[arg(long, default_value_t = 1.2, value_parser = flags::ratio, allow_negative_numbers = true)]
@@ -131,11 +131,11 @@ pub struct UpstreamFlags {
     pub oom_min_bump_up_bytes: f64,
     /// Largest CPU recommended for a container (a VPA's maxAllowed wins;
     /// 0: no cap).
-    #[arg(long, value_parser = flags::quantity, allow_negative_numbers = true)]
+    #[arg(long, value_parser = flags::quantity, allow_hyphen_values = true)]
     pub container_recommendation_max_allowed_cpu: Option<Quantity>,
     /// Largest memory recommended for a container (a VPA's maxAllowed wins;
     /// 0: no cap).
-    #[arg(long, value_parser = flags::quantity, allow_negative_numbers = true)]
+    #[arg(long, value_parser = flags::quantity, allow_hyphen_values = true)]
     pub container_recommendation_max_allowed_memory: Option<Quantity>,
     /// nodescope's own: a scope value gets a group once each of its
     /// containers has this many CPU samples (1: any history, upstream's
