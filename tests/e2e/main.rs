@@ -14,6 +14,7 @@
 //! "not run" line is never swallowed by output capture. Arguments that do
 //! not start with `-` filter steps by name.
 
+mod apply_twice;
 mod asset_rules;
 mod balloon;
 #[path = "../common/mod.rs"]
@@ -29,6 +30,7 @@ mod mutation;
 mod optional_crds;
 mod portable_scope;
 mod recommend;
+mod recommend_owners;
 mod recommend_upstream;
 mod scopes;
 mod startup_boost;
@@ -51,6 +53,9 @@ const STEPS: &[(&str, Step)] = &[
     // First: a cluster with only the VPA CRD, before `install` adds the rest.
     ("optional-crds", |p| optional_crds::run(p).boxed()),
     ("install", |p| install::run(p).boxed()),
+    // Right after install: it re-applies what install applied, with the
+    // webhook configurations, and removes those again.
+    ("apply-twice", |p| apply_twice::run(p).boxed()),
     // Before any step removes a binding with a ConfigMap param: see guard.rs.
     ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
@@ -60,6 +65,7 @@ const STEPS: &[(&str, Step)] = &[
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
     ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
+    ("recommend-owners", |p| recommend_owners::run(p).boxed()),
     ("status-size", |p| status_size::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
     ("startup-boost", |p| startup_boost::run(p).boxed()),
