@@ -153,3 +153,75 @@ fn a_checkpoint_directory_that_is_or_holds_the_metrics_is_refused() {
         )
     );
 }
+
+#[test]
+fn each_recommender_reads_and_owns_only_its_own_files_and_default_adopts_unnamed_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let named = |name: &str, recommender: &str| owned(&checkpoint(name, false), recommender);
+    // An older nodescope's: the owner label, no recommender's name.
+    let unnamed = checkpoint("old-0-of-1", true);
+    let empty = CheckpointDir::default();
+    replace(path, &empty, &[named("agent-0-of-1", "default")], "default").expect("written");
+    replace(path, &empty, &[named("agent-0-of-1", "frugal")], "frugal").expect("written");
+    std::fs::write(path.join("monitoring.old-0-of-1.json"), unnamed.to_string()).expect("write");
+    assert_eq!(
+        names(path),
+        [
+            "monitoring.agent-0-of-1.json",
+            "monitoring.agent-0-of-1_frugal.json",
+            "monitoring.old-0-of-1.json"
+        ]
+    );
+    let recommender_of = |o: &Value| o["metadata"]["labels"][RECOMMENDER_LABEL].clone();
+
+    let frugal = CheckpointDir::read(path, "frugal").expect("read");
+    assert_eq!(
+        frugal.ours,
+        [path.join("monitoring.agent-0-of-1_frugal.json")]
+    );
+    assert!(frugal.adopted.is_empty());
+    assert_eq!(
+        frugal
+            .objects
+            .iter()
+            .map(recommender_of)
+            .collect::<Vec<_>>(),
+        [json!("frugal")]
+    );
+
+    let default = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    assert_eq!(default.ours, [path.join("monitoring.agent-0-of-1.json")]);
+    assert_eq!(default.adopted, [path.join("monitoring.old-0-of-1.json")]);
+    assert_eq!(
+        default
+            .objects
+            .iter()
+            .map(recommender_of)
+            .collect::<Vec<_>>(),
+        [json!("default"), Value::Null]
+    );
+
+    // default writes nothing: its named file goes, the unnamed one stays,
+    // frugal's stays.
+    replace(path, &default, &[], DEFAULT_RECOMMENDER).expect("written");
+    assert_eq!(
+        names(path),
+        [
+            "monitoring.agent-0-of-1_frugal.json",
+            "monitoring.old-0-of-1.json"
+        ]
+    );
+    // Written again by default, the unnamed one becomes default's.
+    let default = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    replace(
+        path,
+        &default,
+        &[checkpoint("old-0-of-1", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
+    let again = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    assert_eq!(again.ours, [path.join("monitoring.old-0-of-1.json")]);
+    assert!(again.adopted.is_empty());
+}
