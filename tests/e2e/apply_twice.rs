@@ -123,6 +123,21 @@ pub async fn run(plane: &ControlPlane) {
         copy_dir(&root().join("manifests"), &copy);
         self_signed(&copy);
         apply_twice_then_diff(plane, &copy.join("overlays/self-signed"), "self-signed");
+        // The same with every component that needs no other operator's CRDs
+        // (monitoring needs the Prometheus operator's; native-policies is
+        // the base's policies again).
+        let all = copy.join("overlays/with-components");
+        std::fs::create_dir_all(&all).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(
+            all.join("kustomization.yaml"),
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             resources: [../self-signed]\ncomponents:\n\
+             - ../../components/balloon\n- ../../components/recommender\n\
+             - ../../components/updater\n- ../../components/upstream-updater-guard\n\
+             - ../../components/vpa-crd\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        apply_twice_then_diff(plane, &all, "self-signed with components");
         let crds = dir.path().join("cert-manager-crds.yaml");
         std::fs::write(&crds, cert_manager_crds()).unwrap_or_else(|e| panic!("{e}"));
         let (code, out, err) = plane.kubectl(&["apply", "-f", &crds.display().to_string()], root());
