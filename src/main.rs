@@ -185,6 +185,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Recommend(args) => {
+            // Flags that contradict each other, before any file or cluster
+            // is read, the same offline and against a cluster.
+            if let Err(error) = args.upstream.check() {
+                eprintln!("nodescope: recommend: {error}");
+                return Ok(ExitCode::from(2));
+            }
             if cli::recommend::is_offline(&args) {
                 let mut out = std::io::stdout().lock();
                 return Ok(match cli::recommend::run_offline(&args, &mut out) {

@@ -16,13 +16,19 @@ use kube::discovery::ApiResource;
 use kube::Client;
 use serde_json::{json, Value};
 
-/// Every VPA: the scoped ones this recommender computes, with the
-/// resourceVersion each was read at. With `--vpa-object-namespace`, only
-/// that namespace is listed, as upstream's informers list it.
-pub(super) async fn read_vpas(
-    client: &Client,
-    replay: &Replay,
-) -> Result<Vec<(ScopedVpa, String)>, ClusterError> {
+/// What one list of the VPAs says.
+pub(super) struct Vpas {
+    /// The scoped ones this recommender computes, with the resourceVersion
+    /// each was read at.
+    pub computed: Vec<(ScopedVpa, String)>,
+    /// Every VPA this recommender owns, scoped or not ([`Replay::owns`]):
+    /// the only ones whose history it keeps.
+    pub owned: std::collections::HashSet<String>,
+}
+
+/// Every VPA. With `--vpa-object-namespace`, only that namespace is
+/// listed, as upstream's informers list it.
+pub(super) async fn read_vpas(client: &Client, replay: &Replay) -> Result<Vpas, ClusterError> {
     const WHAT: &str = "verticalpodautoscalers.autoscaling.k8s.io";
     let api: Api<DynamicObject> = match replay.namespaces.only() {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &vpa_resource()),
@@ -33,14 +39,19 @@ pub(super) async fn read_vpas(
         // No VPA CRD: no VPA to recommend for, and nothing to wait for.
         Err(error) if presence::is_not_served(&error) => {
             presence::note(WHAT, false);
-            return Ok(Vec::new());
+            return Ok(Vpas {
+                computed: Vec::new(),
+                owned: std::collections::HashSet::new(),
+            });
         }
         Err(source) => return Err(ClusterError::List { what: WHAT, source }),
     };
     presence::note(WHAT, true);
     let mut out = Vec::new();
+    let mut owned = std::collections::HashSet::new();
     for object in &list.items {
         let value = object_value(object, "VerticalPodAutoscaler");
+        owned.extend(replay.owns(&value));
         match ScopedVpa::from_value(&value) {
             Ok(Some(vpa)) if replay.computes(&vpa) => {
                 out.push((
@@ -52,7 +63,10 @@ pub(super) async fn read_vpas(
             Err(error) => tracing::warn!(%error, "VPA left out"),
         }
     }
-    Ok(out)
+    Ok(Vpas {
+        computed: out,
+        owned,
+    })
 }
 
 /// PodMetrics of the namespaces of the scoped VPAs, one list each.

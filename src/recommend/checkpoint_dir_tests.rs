@@ -41,11 +41,23 @@ fn only_files_nodescope_wrote_are_removed_when_the_set_changes() {
         "metadata": {"name": "agent-agent", "namespace": "monitoring"}});
     std::fs::write(path.join("monitoring.agent-agent.json"), theirs.to_string()).expect("write");
 
-    let first = CheckpointDir::read(path).expect("read");
-    replace(path, &first, &[checkpoint("agent-0-of-1", false)]).expect("written");
-    let second = CheckpointDir::read(path).expect("read");
+    let first = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    replace(
+        path,
+        &first,
+        &[checkpoint("agent-0-of-1", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
+    let second = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     assert_eq!(second.ours, [path.join("monitoring.agent-0-of-1.json")]);
-    replace(path, &second, &[checkpoint("agent-0-of-2", false)]).expect("written");
+    replace(
+        path,
+        &second,
+        &[checkpoint("agent-0-of-2", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
 
     assert_eq!(
         names(path),
@@ -75,7 +87,7 @@ fn files_that_are_not_checkpoints_are_named_in_one_warning_and_checkpoints_of_ot
          metadata: {name: agent-agent, namespace: monitoring}\n",
     )
     .expect("write");
-    let read = CheckpointDir::read(path).expect("read");
+    let read = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     assert_eq!(read.objects.len(), 1);
     assert!(read.ours.is_empty());
     assert_eq!(
@@ -93,7 +105,7 @@ fn a_name_taken_by_a_file_nodescope_did_not_write_stops_the_write_before_anythin
     let path = dir.path();
     let taken = path.join("monitoring.agent-0-of-1.json");
     std::fs::write(&taken, checkpoint("agent-0-of-1", false).to_string()).expect("write");
-    let before = CheckpointDir::read(path).expect("read");
+    let before = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
     let error = replace(
         path,
         &before,
@@ -101,14 +113,15 @@ fn a_name_taken_by_a_file_nodescope_did_not_write_stops_the_write_before_anythin
             checkpoint("agent-1", false),
             checkpoint("agent-0-of-1", false),
         ],
+        DEFAULT_RECOMMENDER,
     )
     .expect_err("refused");
     assert_eq!(
         error.to_string(),
         format!(
-            "refusing to overwrite {}: nodescope did not write it (no \
-             app.kubernetes.io/managed-by: nodescope-recommender label); move it away or \
-             choose another --checkpoints directory",
+            "refusing to overwrite {}: recommender \"default\" did not write it (it has no \
+             app.kubernetes.io/managed-by: nodescope-recommender label, or another \
+             nodescope.dev/recommender); move it away or choose another --checkpoints directory",
             taken.display()
         )
     );
@@ -139,4 +152,76 @@ fn a_checkpoint_directory_that_is_or_holds_the_metrics_is_refused() {
             metrics.display()
         )
     );
+}
+
+#[test]
+fn each_recommender_reads_and_owns_only_its_own_files_and_default_adopts_unnamed_ones() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path();
+    let named = |name: &str, recommender: &str| owned(&checkpoint(name, false), recommender);
+    // An older nodescope's: the owner label, no recommender's name.
+    let unnamed = checkpoint("old-0-of-1", true);
+    let empty = CheckpointDir::default();
+    replace(path, &empty, &[named("agent-0-of-1", "default")], "default").expect("written");
+    replace(path, &empty, &[named("agent-0-of-1", "frugal")], "frugal").expect("written");
+    std::fs::write(path.join("monitoring.old-0-of-1.json"), unnamed.to_string()).expect("write");
+    assert_eq!(
+        names(path),
+        [
+            "monitoring.agent-0-of-1.json",
+            "monitoring.agent-0-of-1_frugal.json",
+            "monitoring.old-0-of-1.json"
+        ]
+    );
+    let recommender_of = |o: &Value| o["metadata"]["labels"][RECOMMENDER_LABEL].clone();
+
+    let frugal = CheckpointDir::read(path, "frugal").expect("read");
+    assert_eq!(
+        frugal.ours,
+        [path.join("monitoring.agent-0-of-1_frugal.json")]
+    );
+    assert!(frugal.adopted.is_empty());
+    assert_eq!(
+        frugal
+            .objects
+            .iter()
+            .map(recommender_of)
+            .collect::<Vec<_>>(),
+        [json!("frugal")]
+    );
+
+    let default = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    assert_eq!(default.ours, [path.join("monitoring.agent-0-of-1.json")]);
+    assert_eq!(default.adopted, [path.join("monitoring.old-0-of-1.json")]);
+    assert_eq!(
+        default
+            .objects
+            .iter()
+            .map(recommender_of)
+            .collect::<Vec<_>>(),
+        [json!("default"), Value::Null]
+    );
+
+    // default writes nothing: its named file goes, the unnamed one stays,
+    // frugal's stays.
+    replace(path, &default, &[], DEFAULT_RECOMMENDER).expect("written");
+    assert_eq!(
+        names(path),
+        [
+            "monitoring.agent-0-of-1_frugal.json",
+            "monitoring.old-0-of-1.json"
+        ]
+    );
+    // Written again by default, the unnamed one becomes default's.
+    let default = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    replace(
+        path,
+        &default,
+        &[checkpoint("old-0-of-1", false)],
+        DEFAULT_RECOMMENDER,
+    )
+    .expect("written");
+    let again = CheckpointDir::read(path, DEFAULT_RECOMMENDER).expect("read");
+    assert_eq!(again.ours, [path.join("monitoring.old-0-of-1.json")]);
+    assert!(again.adopted.is_empty());
 }

@@ -9,6 +9,7 @@
 //! checkpoints the last leader left and goes on from there.
 
 use super::api::{apply_checkpoint, read_scope_gate, read_usage, read_vpas, write_status};
+use super::checkpoint_dir;
 use super::checkpoints::{self as checkpoint, KIND};
 use super::input::{object_value, PodUsage, ScopedVpa};
 use super::model::History;
@@ -164,7 +165,13 @@ async fn restore_own(client: &Client, replay: &Replay) -> Result<History, Cluste
         }
     };
     presence::note(CHECKPOINTS, true);
-    let objects: Vec<Value> = list.items.iter().map(|o| object_value(o, KIND)).collect();
+    // Another recommender's checkpoints are its own to read and to write.
+    let objects: Vec<Value> = list
+        .items
+        .iter()
+        .map(|o| object_value(o, KIND))
+        .filter(|o| checkpoint_dir::belongs_to(o, &replay.recommender_name))
+        .collect();
     let (history, errors) = checkpoint::restore_each(&replay.model, &objects);
     for error in errors {
         tracing::warn!(%error, "checkpoint not read: that VPA's history starts afresh");
@@ -173,8 +180,11 @@ async fn restore_own(client: &Client, replay: &Replay) -> Result<History, Cluste
 }
 
 /// Applies every checkpoint object, VPA by VPA (each encoded under the
-/// model's lock, written after it), then deletes the ones this write did
-/// not produce (a VPA gone, or fewer shards than before).
+/// model's lock, written after it), labelled as this recommender's, then
+/// deletes this recommender's own that this write did not produce (a VPA
+/// gone or no longer its, or fewer shards than before). Another
+/// recommender's checkpoints, and those an older nodescope wrote without a
+/// recommender's name, are never deleted here.
 async fn write_checkpoints(
     client: &Client,
     config: &LoopConfig,
@@ -187,10 +197,14 @@ async fn write_checkpoints(
         return Ok(());
     }
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &checkpoint_resource());
-    let existing = match api
-        .list(&ListParams::default().labels("app.kubernetes.io/managed-by=nodescope-recommender"))
-        .await
-    {
+    let recommender = config.replay.recommender_name.as_str();
+    let selector = format!(
+        "{}={},{}={recommender}",
+        checkpoint_dir::OWNER_LABEL,
+        checkpoint_dir::OWNER,
+        checkpoint_dir::RECOMMENDER_LABEL
+    );
+    let existing = match api.list(&ListParams::default().labels(&selector)).await {
         Ok(list) => list,
         // No checkpoint CRD: nothing to write to, said once.
         Err(error) if presence::is_not_served(&error) => {
@@ -211,7 +225,9 @@ async fn write_checkpoints(
     for vpa in vpas {
         let objects = checkpoint::of_vpa(&lock(history), &vpa, &written_at)?;
         for object in &objects {
-            written.insert(apply_checkpoint(client, &checkpoint_resource(), object, metrics).await);
+            let object = checkpoint_dir::owned(object, recommender);
+            written
+                .insert(apply_checkpoint(client, &checkpoint_resource(), &object, metrics).await);
         }
     }
     for object in existing.items {
@@ -244,7 +260,8 @@ async fn interval(
     metrics: &RecommenderMetrics,
 ) -> Result<bool, ClusterError> {
     read_scope_gate(client, gate).await;
-    let vpas = read_vpas(client, &config.replay).await?;
+    let listed = read_vpas(client, &config.replay).await?;
+    let vpas = listed.computed;
     let namespaces: BTreeSet<&str> = vpas.iter().map(|(v, _)| v.namespace.as_str()).collect();
     let namespaces: Vec<&str> = namespaces.into_iter().collect();
     pods.watch(client, &namespaces);
@@ -286,6 +303,9 @@ async fn interval(
                 "history restored from checkpoints"
             );
         }
+        // A VPA gone, or no longer this recommender's, keeps no history: its
+        // checkpoints go with the next checkpoint write.
+        checkpoint::forget_unscoped(&mut model, |key| listed.owned.contains(key));
         if gate.as_deref() == Some("Off") {
             // Off: a VPA no longer scoped keeps no group history, so its
             // checkpoints go with the next checkpoint write.
@@ -409,7 +429,12 @@ pub async fn run(
         {
             tracing::warn!(%error, "interval failed; retrying next interval");
         }
-        if last_checkpoint.elapsed() >= config.checkpoint_interval && *leading.borrow() {
+        // Not before the checkpoints read are adopted: a write of the empty
+        // model would delete them.
+        if last_checkpoint.elapsed() >= config.checkpoint_interval
+            && pending.is_none()
+            && *leading.borrow()
+        {
             if let Err(error) =
                 write_checkpoints(&client, &config, &history, Timestamp::now(), &metrics).await
             {

@@ -176,6 +176,30 @@ impl Replay {
         vpa.is_for(&self.recommender_name) && self.namespaces.handles(&vpa.namespace)
     }
 
+    /// The key (`namespace/name`) of VPA `object` when this recommender owns
+    /// it, scoped or not: it names this recommender in `spec.recommenders`
+    /// (or none, for `default`) and lies in a namespace it handles. Only
+    /// the history of such VPAs is kept and checkpointed; a VPA gone, or
+    /// another recommender's, has its checkpoints removed by their writer.
+    #[must_use]
+    pub fn owns(&self, object: &Value) -> Option<String> {
+        let namespace = object.pointer("/metadata/namespace")?.as_str()?;
+        let name = object.pointer("/metadata/name")?.as_str()?;
+        let names: Vec<&str> = object
+            .pointer("/spec/recommenders")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("name").and_then(Value::as_str))
+            .collect();
+        let mine = if names.is_empty() {
+            self.recommender_name == checkpoint_dir::DEFAULT_RECOMMENDER
+        } else {
+            names.contains(&self.recommender_name.as_str())
+        };
+        (mine && self.namespaces.handles(namespace)).then(|| format!("{namespace}/{name}"))
+    }
+
     /// Runs `intervals` (in timestamp order; taken one at a time, so they
     /// may be read as they go, [`super::recording`]) over `history` and
     /// gives every VPA with the status this recommender would write at the
@@ -202,6 +226,14 @@ impl Replay {
             ingested.ooms += i.ooms;
             now = at;
         }
+        // Only the VPAs of the store that are this recommender's keep their
+        // history (and so their checkpoints).
+        let owned: std::collections::HashSet<String> = cluster
+            .vpas
+            .iter()
+            .filter_map(|(v, _)| self.owns(v))
+            .collect();
+        checkpoint::forget_unscoped(&mut history, |key| owned.contains(key));
         let counts = history.pod_counts();
         let vpas = cluster
             .vpas
@@ -258,8 +290,9 @@ impl Replay {
     }
 }
 
-/// Replaces nodescope's checkpoint files in `dir` (as read in `before`)
-/// with `history`'s, one JSON file per object ([`checkpoint_dir::replace`]).
+/// Replaces recommender `recommender`'s checkpoint files in `dir` (as read
+/// in `before`) with `history`'s, one JSON file per object
+/// ([`checkpoint_dir::replace`]).
 ///
 /// # Errors
 /// A file name taken by another's file, or the directory cannot be written.
@@ -268,9 +301,10 @@ pub fn write_checkpoints(
     before: &CheckpointDir,
     history: &History,
     at: Timestamp,
+    recommender: &str,
 ) -> Result<usize, ReplayError> {
     let objects = checkpoint::checkpoints(history, &at.to_string())?;
-    Ok(checkpoint_dir::replace(dir, before, &objects)?)
+    Ok(checkpoint_dir::replace(dir, before, &objects, recommender)?)
 }
 
 /// As [`write_checkpoints`], in upstream's format
@@ -284,10 +318,11 @@ pub fn write_upstream_checkpoints(
     config: &super::aggregate::HistoryConfig,
     history: &History,
     at: Timestamp,
+    recommender: &str,
 ) -> Result<usize, ReplayError> {
     let objects: Vec<Value> = checkpoint::vpas(history)
         .iter()
         .flat_map(|vpa| upstream::of_vpa(config, history, vpa, at))
         .collect();
-    Ok(checkpoint_dir::replace(dir, before, &objects)?)
+    Ok(checkpoint_dir::replace(dir, before, &objects, recommender)?)
 }

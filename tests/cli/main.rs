@@ -16,6 +16,7 @@ mod kubectl;
 mod kubectl_output;
 mod kubectl_scope;
 mod kustomize;
+mod recommend_flags;
 mod suites;
 mod update;
 mod upstream_flags;

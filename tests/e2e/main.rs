@@ -14,6 +14,7 @@
 //! "not run" line is never swallowed by output capture. Arguments that do
 //! not start with `-` filter steps by name.
 
+mod apply_twice;
 mod asset_rules;
 mod balloon;
 #[path = "../common/mod.rs"]
@@ -30,6 +31,7 @@ mod mutation;
 mod optional_crds;
 mod portable_scope;
 mod recommend;
+mod recommend_owners;
 mod recommend_upstream;
 mod scopes;
 mod startup_boost;
@@ -53,6 +55,9 @@ const STEPS: &[(&str, Step)] = &[
     ("optional-crds", |p| optional_crds::run(p).boxed()),
     ("install", |p| install::run(p).boxed()),
     ("dry-run-kinds", |p| dry_run_kinds::run(p).boxed()),
+    // Right after install: it re-applies what install applied, with the
+    // webhook configurations, and removes those again.
+    ("apply-twice", |p| apply_twice::run(p).boxed()),
     // Before any step removes a binding with a ConfigMap param: see guard.rs.
     ("guard", |p| guard::run(p).boxed()),
     ("features", |p| features::run(p).boxed()),
@@ -62,6 +67,7 @@ const STEPS: &[(&str, Step)] = &[
     ("scopes", |p| scopes::run(p).boxed()),
     ("recommend", |p| recommend::run(p).boxed()),
     ("recommend-upstream", |p| recommend_upstream::run(p).boxed()),
+    ("recommend-owners", |p| recommend_owners::run(p).boxed()),
     ("status-size", |p| status_size::run(p).boxed()),
     ("update", |p| update::run(p).boxed()),
     ("startup-boost", |p| startup_boost::run(p).boxed()),

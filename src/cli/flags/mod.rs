@@ -301,7 +301,33 @@ pub fn quantity(text: &str) -> Result<crate::quantity::Quantity, String> {
         .parse::<crate::quantity::Quantity>()
         .map_err(|e| e.to_string())?;
     if q.sign() < 0 {
-        return Err(format!("{text:?}: cannot be negative"));
+        return Err(format!(
+            "expected a quantity >= 0 (0: no cap), not {text:?}"
+        ));
     }
     Ok(q)
+}
+
+/// A label value (`recommend --recommender-name`, which its checkpoints
+/// carry as one): 1 to 63 letters, digits, `-`, `_` or `.`, beginning and
+/// ending with a letter or digit.
+///
+/// # Errors
+/// Anything else.
+pub fn label_value(text: &str) -> Result<String, String> {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let valid = text.len() <= 63
+        && edge(text.chars().next())
+        && edge(text.chars().last())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+    if valid {
+        Ok(text.to_owned())
+    } else {
+        Err(format!(
+            "expected a label value (1 to 63 letters, digits, '-', '_' or '.', beginning and \
+             ending with a letter or digit), not {text:?}"
+        ))
+    }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 pub struct RunningFlags {
     /// How often the leader checkpoints its history (and once more when it
     /// stops). A leader that crashes loses at most this much history.
-    #[arg(long, default_value = "10m", value_parser = flags::interval)]
+    #[arg(long, default_value = "10m", value_parser = flags::interval, allow_hyphen_values = true)]
     pub checkpoint_interval: Duration,
     /// This replica's name: the Lease holder's identity (the pod name).
     #[arg(long, env = "POD_NAME", default_value = "nodescope-recommender")]
@@ -46,7 +46,7 @@ pub struct RunningFlags {
     )]
     pub lease_name: String,
     /// How long a dead leader's Lease lasts (at least 2s).
-    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration)]
+    #[arg(long = "leader-elect-lease-duration", value_name = "LEADER_ELECT_LEASE_DURATION", alias = "lease-duration", default_value = "15s", value_parser = flags::lease_duration, allow_hyphen_values = true)]
     pub lease_duration: Duration,
     /// Where /metrics, /healthz and /readyz are served (plain HTTP).
     // Upstream's name. The hidden alias is what nodescope's other
@@ -63,11 +63,12 @@ pub struct RunningFlags {
 #[derive(Debug, Args, Clone)]
 pub struct UpstreamFlags {
     /// VPAs naming this recommender in spec.recommenders are computed; a
-    /// VPA naming none belongs to "default".
-    #[arg(long, default_value = "default")]
+    /// VPA naming none belongs to "default". Its checkpoints carry the name
+    /// as a label value (nodescope.dev/recommender), so it must be one.
+    #[arg(long, default_value = "default", value_parser = flags::label_value)]
     pub recommender_name: String,
     /// How often metrics are fetched and recommendations computed.
-    #[arg(long, default_value = "1m", value_parser = flags::interval)]
+    #[arg(long, default_value = "1m", value_parser = flags::interval, allow_hyphen_values = true)]
     pub recommender_interval: Duration,
     #[command(flatten)]
     pub namespaces: vpa_namespaces::NamespaceFlags,
@@ -99,10 +100,10 @@ pub struct UpstreamFlags {
     #[arg(long, default_value_t = 0.95, value_parser = flags::percentile, allow_negative_numbers = true)]
     pub recommendation_upper_bound_memory_percentile: f64,
     /// The time unit of the CPU bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub confidence_interval_cpu: Duration,
     /// The time unit of the memory bounds' confidence multiplier.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub confidence_interval_memory: Duration,
     /// CPU recommendations are rounded up to a multiple of this.
     #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
@@ -111,16 +112,16 @@ pub struct UpstreamFlags {
     #[arg(long, default_value_t = 1, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub round_memory_bytes: i64,
     /// The window of one memory peak.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub memory_aggregation_interval: Duration,
     /// How many windows history is kept for.
     #[arg(long, default_value_t = 8, value_parser = flags::count_i64, allow_negative_numbers = true)]
     pub memory_aggregation_interval_count: i64,
     /// Half-life of a memory peak's weight.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub memory_histogram_decay_half_life: Duration,
     /// Half-life of a CPU sample's weight.
-    #[arg(long, default_value = "24h", value_parser = flags::interval)]
+    #[arg(long, default_value = "24h", value_parser = flags::interval, allow_hyphen_values = true)]
     pub cpu_histogram_decay_half_life: Duration,
     /// Memory after an OOM kill: at least this times the usage.
     #[arg(long, default_value_t = 1.2, value_parser = flags::ratio, allow_negative_numbers = true)]
@@ -128,11 +129,13 @@ pub struct UpstreamFlags {
     /// Memory after an OOM kill: at least the usage plus this many bytes.
     #[arg(long, default_value_t = 104_857_600.0, value_parser = flags::non_negative, allow_negative_numbers = true)]
     pub oom_min_bump_up_bytes: f64,
-    /// Largest CPU recommended for a container (a VPA's maxAllowed wins).
-    #[arg(long)]
+    /// Largest CPU recommended for a container (a VPA's maxAllowed wins;
+    /// 0: no cap).
+    #[arg(long, value_parser = flags::quantity, allow_hyphen_values = true)]
     pub container_recommendation_max_allowed_cpu: Option<Quantity>,
-    /// Largest memory recommended for a container (a VPA's maxAllowed wins).
-    #[arg(long)]
+    /// Largest memory recommended for a container (a VPA's maxAllowed wins;
+    /// 0: no cap).
+    #[arg(long, value_parser = flags::quantity, allow_hyphen_values = true)]
     pub container_recommendation_max_allowed_memory: Option<Quantity>,
     /// nodescope's own: a scope value gets a group once each of its
     /// containers has this many CPU samples (1: any history, upstream's
@@ -150,7 +153,84 @@ fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
+/// `a` (named `a_flag`) must not be above `b`: both flags and values named.
+fn ordered(a_flag: &str, a: f64, b_flag: &str, b: f64, why: &str) -> Result<(), String> {
+    if a > b {
+        return Err(format!("--{a_flag} {a} is above --{b_flag} {b}: {why}"));
+    }
+    Ok(())
+}
+
+/// A cap (0: none) below a floor.
+fn cap_above_floor(
+    cap_flag: &str,
+    cap: Option<&Quantity>,
+    scale: f64,
+    floor_flag: &str,
+    floor: f64,
+) -> Result<(), String> {
+    match cap {
+        Some(cap) if !cap.is_zero() && cap.as_approximate_f64() * scale < floor => Err(format!(
+            "--{cap_flag} {cap} is below --{floor_flag} {floor}: every recommendation would \
+             be capped under its minimum"
+        )),
+        _ => Ok(()),
+    }
+}
+
 impl UpstreamFlags {
+    /// The checks between flags, each in range on its own (clap checked
+    /// that): no bound that can invert a recommendation.
+    ///
+    /// # Errors
+    /// The first pair out of order, naming both flags and their values.
+    pub fn check(&self) -> Result<(), String> {
+        const LOWER: &str = "the lower bound would be above the target";
+        const UPPER: &str = "the target would be above the upper bound";
+        ordered(
+            "recommendation-lower-bound-cpu-percentile",
+            self.recommendation_lower_bound_cpu_percentile,
+            "target-cpu-percentile",
+            self.target_cpu_percentile,
+            LOWER,
+        )?;
+        ordered(
+            "target-cpu-percentile",
+            self.target_cpu_percentile,
+            "recommendation-upper-bound-cpu-percentile",
+            self.recommendation_upper_bound_cpu_percentile,
+            UPPER,
+        )?;
+        ordered(
+            "recommendation-lower-bound-memory-percentile",
+            self.recommendation_lower_bound_memory_percentile,
+            "target-memory-percentile",
+            self.target_memory_percentile,
+            LOWER,
+        )?;
+        ordered(
+            "target-memory-percentile",
+            self.target_memory_percentile,
+            "recommendation-upper-bound-memory-percentile",
+            self.recommendation_upper_bound_memory_percentile,
+            UPPER,
+        )?;
+        cap_above_floor(
+            "container-recommendation-max-allowed-cpu",
+            self.container_recommendation_max_allowed_cpu.as_ref(),
+            1000.0,
+            "pod-recommendation-min-cpu-millicores",
+            self.pod_recommendation_min_cpu_millicores,
+        )?;
+        cap_above_floor(
+            "container-recommendation-max-allowed-memory",
+            self.container_recommendation_max_allowed_memory.as_ref(),
+            1.0 / (1024.0 * 1024.0),
+            "pod-recommendation-min-memory-mb",
+            self.pod_recommendation_min_memory_mb,
+        )
+    }
+
     /// The typed configuration of the model and the status.
     #[must_use]
     pub fn replay(&self) -> Replay {

@@ -143,7 +143,8 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
                 apart("store", &store)?;
             }
             apart("metrics", &metrics)?;
-            let read = CheckpointDir::read(dir).map_err(|e| e.to_string())?;
+            let read = CheckpointDir::read(dir, &args.upstream.recommender_name)
+                .map_err(|e| e.to_string())?;
             if let Some(warning) = read.foreign_warning(dir) {
                 eprintln!("nodescope: warning: {warning}");
             }
@@ -177,12 +178,19 @@ pub fn run_offline(args: &RecommendArgs, out: &mut impl Write) -> Result<ExitCod
             &replay.model.history,
             &outcome.history,
             recording.last(),
+            &replay.recommender_name,
         )
         .map(drop)
         .map_err(text)?,
-        Some(dir) => replay::write_checkpoints(dir, &before, &outcome.history, recording.last())
-            .map(drop)
-            .map_err(text)?,
+        Some(dir) => replay::write_checkpoints(
+            dir,
+            &before,
+            &outcome.history,
+            recording.last(),
+            &replay.recommender_name,
+        )
+        .map(drop)
+        .map_err(text)?,
         None => {}
     }
     let rendered = match args.output {
