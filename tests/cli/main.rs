@@ -15,6 +15,7 @@ mod kubectl;
 mod kubectl_output;
 mod kubectl_scope;
 mod kustomize;
+mod log_level;
 mod suites;
 mod update;
 mod upstream_flags;
