@@ -1,7 +1,10 @@
-//! What kube-apiserver does to a request before admission, emulated offline:
-//! the kinds it serves ([`kinds`]), its defaulting ([`defaulting`]) and the
-//! AdmissionReview it sends ([`review`]). Pure: no I/O, no command line.
+//! What kube-apiserver does to a request around admission, emulated offline:
+//! the kinds it serves ([`kinds`]), its defaulting ([`defaulting`]), the
+//! AdmissionReview it sends ([`review`]) and the pod validation it does
+//! between the mutating and the validating webhooks ([`validation`]). Pure:
+//! no I/O, no command line.
 
 pub mod defaulting;
 pub mod kinds;
 pub mod review;
+pub mod validation;

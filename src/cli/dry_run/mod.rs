@@ -242,6 +242,27 @@ impl Engine {
         })?;
         let input = AdmissionRequestInput::from_review(&review)
             .map_err(|e| bad_review(format!("not an AdmissionReview nodescope can read: {e}")))?;
+        if let Some(message) = crate::apiserver::validation::invalid_pod_request(&input) {
+            // Refused by the apiserver between the two webhook phases: no
+            // policy sees it.
+            return Ok(ObjectReport {
+                object: label,
+                source: location,
+                node,
+                operation: input.operation().to_owned(),
+                resource: input.resource().to_owned(),
+                allowed: false,
+                status: Some(Status {
+                    code: 422,
+                    reason: "Invalid".to_owned(),
+                    message,
+                }),
+                warnings: Vec::new(),
+                audit_annotations: std::collections::BTreeMap::new(),
+                results: Vec::new(),
+                mutation,
+            });
+        }
         let outcome = validate(&self.decider.policies, &input, self.decider.store.as_ref());
         let mut warnings = mutation
             .as_ref()

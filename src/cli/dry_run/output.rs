@@ -299,13 +299,19 @@ fn source_cell(object: &ObjectReport) -> String {
 pub(super) fn object_rows(object: &ObjectReport) -> Vec<[String; 6]> {
     let source = source_cell(object);
     if object.results.is_empty() {
+        // Denied with no policy evaluated: the apiserver's own validation
+        // refused it before the validating webhooks.
+        let (result, message) = match &object.status {
+            Some(status) if !object.allowed => ("deny", status.message.clone()),
+            _ => ("allow", "no policy binding matches".to_owned()),
+        };
         return vec![[
             object.object.clone(),
             source,
             "-".to_owned(),
             "-".to_owned(),
-            "allow".to_owned(),
-            "no policy binding matches".to_owned(),
+            result.to_owned(),
+            message,
         ]];
     }
     object
