@@ -224,6 +224,32 @@ mod tests {
     }
 
     #[test]
+    fn the_configmap_the_deployment_mounts_holds_every_routed_policy() {
+        let base = concat!(env!("CARGO_MANIFEST_DIR"), "/manifests/base");
+        let path = format!("{base}/kustomization.yaml");
+        let text = std::fs::read_to_string(&path).expect("the base kustomization is readable");
+        let documents = crate::manifest::parse_documents(&path, &text).expect("valid YAML");
+        let generator = documents[0].value["configMapGenerator"]
+            .as_array()
+            .expect("configMapGenerator")
+            .iter()
+            .find(|g| g["name"] == "nodescope-policies")
+            .expect("the nodescope-policies ConfigMap");
+        let files = generator["files"]
+            .as_array()
+            .expect("files")
+            .iter()
+            .map(|f| {
+                let file = format!("{base}/{}", f.as_str().expect("a path"));
+                let text = std::fs::read_to_string(&file).expect("listed files exist");
+                (file, text)
+            })
+            .collect();
+        let set = PolicySet::from_documents(files).expect("the mounted bundle compiles");
+        assert_eq!(check(&set), Ok(()));
+    }
+
+    #[test]
     fn an_empty_set_or_one_without_a_routed_policy_is_named() {
         let empty = PolicySet::from_documents(Vec::new()).expect("an empty set loads");
         assert_eq!(

@@ -202,6 +202,43 @@ mod tests {
     }
 
     #[test]
+    fn objects_are_counted_so_that_an_emptied_store_is_told_from_an_empty_cluster() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let count = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            let counted = load_counted(&path).map(|(_, n)| n);
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            counted.unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        assert_eq!(count("empty.yaml", ""), 0);
+        assert_eq!(count("comments.yaml", "# emptied\n---\n---\n"), 0);
+        assert_eq!(
+            count(
+                "list.json",
+                r#"{"apiVersion": "v1", "kind": "List", "items": []}"#
+            ),
+            0
+        );
+        assert_eq!(count("nulls.json", "[null, null]"), 0);
+        assert_eq!(
+            count(
+                "one.yaml",
+                "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                "two.json",
+                &json!([vpa("a", "1"), null, vpa("b", "lots")]).to_string()
+            ),
+            2
+        );
+        assert_eq!(load_counted(dir.path()).map(|(_, n)| n).ok(), Some(0));
+    }
+
+    #[test]
     fn a_json_syntax_error_names_the_file_and_line() {
         let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
         let path = dir.path().join("broken.json");
