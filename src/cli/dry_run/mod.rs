@@ -245,23 +245,11 @@ impl Engine {
         if let Some(message) = crate::apiserver::validation::invalid_pod_request(&input) {
             // Refused by the apiserver between the two webhook phases: no
             // policy sees it.
-            return Ok(ObjectReport {
-                object: label,
-                source: location,
-                node,
-                operation: input.operation().to_owned(),
-                resource: input.resource().to_owned(),
-                allowed: false,
-                status: Some(Status {
-                    code: 422,
-                    reason: "Invalid".to_owned(),
-                    message,
-                }),
-                warnings: Vec::new(),
-                audit_annotations: std::collections::BTreeMap::new(),
-                results: Vec::new(),
-                mutation,
-            });
+            let mut report = ObjectReport::invalid(label, location, message, mutation);
+            report.node = node;
+            report.operation = input.operation().to_owned();
+            report.resource = input.resource().to_owned();
+            return Ok(report);
         }
         let outcome = validate(&self.decider.policies, &input, self.decider.store.as_ref());
         let mut warnings = mutation

@@ -125,6 +125,35 @@ impl ContainerResources {
 }
 
 impl ObjectReport {
+    /// An object the apiserver's own validation refuses (422 Invalid)
+    /// between the two webhook phases: no policy sees it. `node`,
+    /// `operation` and `resource` are left for the caller.
+    #[must_use]
+    pub fn invalid(
+        object: String,
+        source: Option<Location>,
+        message: String,
+        mutation: Option<MutationReport>,
+    ) -> Self {
+        Self {
+            object,
+            source,
+            node: None,
+            operation: String::new(),
+            resource: String::new(),
+            allowed: false,
+            status: Some(Status {
+                code: 422,
+                reason: "Invalid".to_owned(),
+                message,
+            }),
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+            results: Vec::new(),
+            mutation,
+        }
+    }
+
     /// Whether a binding could not be evaluated.
     #[must_use]
     pub fn errored(&self) -> bool {
