@@ -299,12 +299,16 @@ async fn file_store_serves_the_last_good_snapshot_through_deletion_and_corruptio
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/store");
     let workdir = tempfile::tempdir().unwrap();
     let store = workdir.path().join("store");
+    // Written aside and moved in whole: a reload that saw the directory
+    // before its files would find it empty, which is refused (and unready).
     let copy_store = |vpa_text: &str| {
-        std::fs::create_dir_all(&store).unwrap();
+        let staging = workdir.path().join("staging");
+        std::fs::create_dir_all(&staging).unwrap();
         for f in ["features.yaml", "monitoring-namespace.yaml"] {
-            std::fs::copy(root.join(f), store.join(f)).unwrap();
+            std::fs::copy(root.join(f), staging.join(f)).unwrap();
         }
-        std::fs::write(store.join("node-exporter-vpa.yaml"), vpa_text).unwrap();
+        std::fs::write(staging.join("node-exporter-vpa.yaml"), vpa_text).unwrap();
+        std::fs::rename(&staging, &store).unwrap();
     };
     let vpa = std::fs::read_to_string(root.join("node-exporter-vpa.yaml")).unwrap();
     assert!(vpa.contains("target: {cpu: 150m, memory: 256Mi}"));

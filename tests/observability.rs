@@ -10,10 +10,11 @@ use nodescope::metrics::{family_names, FeaturesMetrics, RecommenderMetrics, Webh
 use std::time::Duration;
 
 /// What a fresh `serve` shows: every family whose label set is known.
-const WEBHOOK_AT_START: [&str; 6] = [
+const WEBHOOK_AT_START: [&str; 7] = [
     "nodescope_admission_unusable_recommendations",
     "nodescope_build_info",
     "nodescope_policy_reloads",
+    "nodescope_reloads_refused",
     "nodescope_store_errors",
     "nodescope_tls_handshake_errors",
     "nodescope_tls_reloads",
@@ -24,7 +25,7 @@ const WEBHOOK_AT_START: [&str; 6] = [
 /// What the webhook's registry can export: the status Lease renewals have
 /// series only once `--store kube` starts renewing, so they are registered
 /// but absent from a fresh file-store server's scrape.
-const WEBHOOK_SAMPLES: [&str; 12] = [
+const WEBHOOK_SAMPLES: [&str; 13] = [
     "nodescope_admission_duration_seconds_bucket",
     "nodescope_admission_duration_seconds_count",
     "nodescope_admission_duration_seconds_sum",
@@ -33,6 +34,7 @@ const WEBHOOK_SAMPLES: [&str; 12] = [
     "nodescope_build_info",
     "nodescope_http_responses_total",
     "nodescope_policy_reloads_total",
+    "nodescope_reloads_refused_total",
     "nodescope_status_lease_renewals_total",
     "nodescope_store_errors_total",
     "nodescope_tls_handshake_errors_total",
@@ -77,6 +79,8 @@ async fn a_fresh_webhook_exports_exactly_its_families_with_failures_at_zero() {
         r#"nodescope_policy_reloads_total{result="failure"} 0"#,
         r#"nodescope_policy_reloads_total{result="success"} 0"#,
         r#"nodescope_store_errors_total{store="file"} 0"#,
+        r#"nodescope_reloads_refused_total{source="policies"} 0"#,
+        r#"nodescope_reloads_refused_total{source="store"} 0"#,
         r#"nodescope_tls_handshake_errors_total{reason="certificate_rejected"} 0"#,
         r#"nodescope_tls_handshake_errors_total{reason="timeout"} 0"#,
         r#"nodescope_tls_handshake_errors_total{reason="plain_http"} 0"#,

@@ -386,10 +386,25 @@ async fn policy_changes_are_reloaded_and_a_broken_bundle_keeps_the_last_good_one
         "{logs}"
     );
 
-    // A valid bundle without the balloon rules: served without a restart.
-    std::fs::remove_file(&balloon).unwrap();
+    // A valid change to a rule: served without a restart. (A bundle that
+    // drops the rule is refused instead: tests/fail_closed.rs.)
+    std::fs::write(
+        &balloon,
+        good.replace("is reserved for pods labelled", "is kept for pods labelled"),
+    )
+    .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while validate(&server, &steal).await["allowed"] == false {
+    loop {
+        let response = validate(&server, &steal).await;
+        assert_eq!(response["allowed"], false, "{response}");
+        let message = response["status"]["message"].as_str().unwrap_or_default();
+        if message.contains("is kept for pods labelled") {
+            break;
+        }
+        assert!(
+            message.contains("is reserved for pods labelled"),
+            "neither the old rule nor the new: {message}"
+        );
         assert!(
             std::time::Instant::now() < deadline,
             "reloaded bundle never served"

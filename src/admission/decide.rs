@@ -3,14 +3,17 @@
 
 use super::review::{self, GroupVersionName, ReviewError, ReviewVersion};
 use super::{finish, Answer, Decider, Denial, Review, Verdict};
+use crate::apiserver::validation;
 use crate::mutate::pod::PodView;
 use crate::mutate::{mutate_pod_with, Placement};
 use crate::policy::{validate, AdmissionRequestInput, Json, LazyReview, Shape};
 use std::borrow::Cow;
 
 /// The mutating webhook's decision; the bool marks an internal error that
-/// was turned into an unchanged, allowed pod. It never denies: a pod must
-/// never be blocked by nodescope.
+/// was turned into an unchanged, allowed pod. It denies only a pod the
+/// apiserver would refuse anyway (no containers, a negative request), with
+/// the apiserver's message, rather than size it: any other pod must never
+/// be blocked by nodescope.
 pub(super) fn decide_mutation(
     review: &Review<'_, PodView<'_>>,
     decider: &Decider,
@@ -28,6 +31,9 @@ pub(super) fn decide_mutation(
             true,
         );
     };
+    if let Some(message) = validation::invalid_pod_view(pod) {
+        return (Verdict::deny(Denial::invalid(message)), false);
+    }
     if pod.is_balloon() {
         return (Verdict::allow(), false);
     }
@@ -212,6 +218,11 @@ fn decide_lazy<O>(
             )
         }
     };
+    // The apiserver validates a pod before the validating webhooks; what
+    // it would refuse is refused here in its words, never judged allowed.
+    if let Some(message) = validation::invalid_pod_request(&input) {
+        return (Verdict::deny(Denial::invalid(message)), false);
+    }
     let outcome = validate(&decider.policies, &input, decider.store.as_ref());
     let errored = outcome
         .results

@@ -30,6 +30,15 @@ impl Denial {
         }
     }
 
+    /// 422 for an object the apiserver's own validation refuses.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self {
+            code: 422,
+            message: message.into(),
+            reason: Some("Invalid".into()),
+        }
+    }
+
     /// 400 for an object nodescope cannot read.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self {

@@ -2,8 +2,8 @@
 //! The recommender's is beside its families, in `recommender.rs`.
 
 use super::{
-    AdmissionMetrics, Families, Handler, HttpMetrics, LeaderMetrics, PolicyMetrics, Registry,
-    ReloadResult, ReviewResult, StoreMetrics, TlsMetrics, Webhook,
+    AdmissionMetrics, Families, Handler, HttpMetrics, LeaderMetrics, PolicyMetrics, RefusalMetrics,
+    Registry, ReloadResult, ReviewResult, StoreMetrics, TlsMetrics, Webhook,
 };
 use std::time::Duration;
 
@@ -16,6 +16,8 @@ pub struct WebhookMetrics {
     pub tls: TlsMetrics,
     pub policies: PolicyMetrics,
     pub store: StoreMetrics,
+    /// Reloads refused for leaving the webhooks nothing to check.
+    pub refusals: RefusalMetrics,
     /// The status Lease renewal (series only once it starts).
     pub status_lease: super::StatusLeaseMetrics,
     registry: Registry,
@@ -31,9 +33,17 @@ impl WebhookMetrics {
         let tls = TlsMetrics::default();
         let policies = PolicyMetrics::default();
         let store = StoreMetrics::new(store);
+        let refusals = RefusalMetrics::default();
         let status_lease = super::StatusLeaseMetrics::default();
-        let families: [&dyn Families; 6] =
-            [&admission, &http, &tls, &policies, &store, &status_lease];
+        let families: [&dyn Families; 7] = [
+            &admission,
+            &http,
+            &tls,
+            &policies,
+            &store,
+            &refusals,
+            &status_lease,
+        ];
         let registry = families
             .into_iter()
             .fold(Registry::builder(), |builder, families| {
@@ -46,6 +56,7 @@ impl WebhookMetrics {
             tls,
             policies,
             store,
+            refusals,
             status_lease,
             registry,
         }
@@ -181,6 +192,8 @@ mod tests {
             "nodescope_tls_reloads_total{result=\"failure\"} 0",
             "nodescope_policy_reloads_total{result=\"failure\"} 0",
             "nodescope_store_errors_total{store=\"kube\"} 0",
+            "nodescope_reloads_refused_total{source=\"policies\"} 0",
+            "nodescope_reloads_refused_total{source=\"store\"} 0",
             "nodescope_tls_handshake_errors_total{reason=\"certificate_rejected\"} 0",
             "nodescope_tls_handshake_errors_total{reason=\"timeout\"} 0",
         ] {

@@ -46,7 +46,10 @@ pub use http::{Handler, HttpMetrics};
 pub use leader::LeaderMetrics;
 pub use recommender::RecommenderMetrics;
 pub use status_lease::{StatusLeaseMetrics, StatusLeaseRenewal};
-pub use webhook::{AdmissionMetrics, HandshakeFailure, PolicyMetrics, StoreMetrics, TlsMetrics};
+pub use webhook::{
+    AdmissionMetrics, HandshakeFailure, PolicyMetrics, RefusalMetrics, ReloadSource, StoreMetrics,
+    TlsMetrics,
+};
 
 /// Which webhook answered; bounded so a caller cannot invent label values.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]

@@ -1,5 +1,5 @@
 //! The webhook's own families: reviews answered, certificate reloads and
-//! handshakes, policy reloads and store failures.
+//! handshakes, policy reloads, store failures and refused reloads.
 
 use super::{
     label_values, results_at_zero, Families, ReloadResult, ResultLabel, ReviewResult, Webhook,
@@ -254,6 +254,58 @@ impl Families for PolicyMetrics {
             "nodescope_policy_reloads",
             "Policy bundle reload attempts by result",
             self.reloads.clone(),
+        );
+    }
+}
+
+/// What a refused reload would have replaced.
+#[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
+pub enum ReloadSource {
+    /// `--policies DIR`.
+    Policies,
+    /// `--store file:PATH`.
+    Store,
+}
+
+label_values!(ReloadSource { Policies => "policies", Store => "store" });
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabel {
+    source: ReloadSource,
+}
+
+/// Reloads refused because what they read would leave the webhooks
+/// nothing to check (policies the webhook configurations route to gone, an
+/// empty file store): both series from start, so the first one is seen.
+#[derive(Clone)]
+pub struct RefusalMetrics {
+    refused: Family<SourceLabel, Counter>,
+}
+
+impl Default for RefusalMetrics {
+    fn default() -> Self {
+        let refused = Family::default();
+        for source in [ReloadSource::Policies, ReloadSource::Store] {
+            let _ = refused.get_or_create(&SourceLabel { source });
+        }
+        Self { refused }
+    }
+}
+
+impl RefusalMetrics {
+    /// Counts a refused reload of `source`.
+    pub fn refuse(&self, source: ReloadSource) {
+        self.refused.get_or_create(&SourceLabel { source }).inc();
+    }
+}
+
+impl Families for RefusalMetrics {
+    fn register(&self, registry: &mut super::RegistryBuilder) {
+        registry.register(
+            "nodescope_reloads_refused",
+            "Reloads refused because they would leave the webhooks nothing to check; \
+             the last good policies or store keep serving and /readyz is not ready",
+            self.refused.clone(),
         );
     }
 }

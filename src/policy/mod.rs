@@ -20,6 +20,7 @@ mod matching;
 pub mod model;
 mod params;
 mod request;
+pub mod routed;
 
 pub use crd_rules::{CrdRules, CrdRulesError, FieldError};
 pub use dispatch::{

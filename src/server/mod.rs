@@ -22,20 +22,26 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use edge::Reason;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The apiserver's own request size limit; a review can never be larger.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// What `/readyz` waits for. Each part flips once, when it first loads; a
-/// later reload failure keeps the last good copy serving, so it stays ready.
+/// later reload that fails to parse keeps the last good copy serving, so it
+/// stays ready. A reload refused because it would leave the webhooks with
+/// nothing to check (see [`Readiness::refuse`]) keeps the last good copy
+/// too, but is not ready until a good one arrives: the operator must see it.
 #[derive(Debug, Default)]
 pub struct Readiness {
     pub certificates: AtomicBool,
     pub policies: AtomicBool,
     pub store: AtomicBool,
+    /// Why a part's latest reload was refused, by part, until one is taken.
+    refused: Mutex<BTreeMap<&'static str, String>>,
 }
 
 impl Readiness {
@@ -46,13 +52,40 @@ impl Readiness {
             certificates: AtomicBool::new(true),
             policies: AtomicBool::new(true),
             store: AtomicBool::new(true),
+            refused: Mutex::default(),
         }
     }
 
     /// Whether `/readyz` answers 200 now.
     #[must_use]
     pub fn is_ready(&self) -> bool {
-        self.missing().is_empty()
+        self.missing().is_empty() && self.refusals().is_empty()
+    }
+
+    /// Records that the latest reload of `part` (`policies`, `store`) was
+    /// refused, and why; `/readyz` says so until [`Readiness::accept`].
+    pub fn refuse(&self, part: &'static str, why: String) {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(part, why);
+    }
+
+    /// Records that a reload of `part` was taken: no refusal stands.
+    pub fn accept(&self, part: &'static str) {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(part);
+    }
+
+    fn refusals(&self) -> Vec<String> {
+        self.refused
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 
     fn missing(&self) -> Vec<&'static str> {
@@ -220,13 +253,19 @@ async fn healthz() -> Response {
 
 async fn readyz(State(state): State<AppState>) -> Response {
     let missing = state.readiness.missing();
-    if missing.is_empty() {
-        text(StatusCode::OK, "ok")
-    } else {
+    let refused = state.readiness.refusals();
+    if !missing.is_empty() {
         text(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("not ready: waiting for {}", missing.join(", ")),
         )
+    } else if !refused.is_empty() {
+        text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {}", refused.join("; ")),
+        )
+    } else {
+        text(StatusCode::OK, "ok")
     }
 }
 

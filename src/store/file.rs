@@ -2,7 +2,11 @@
 //! for running without a cluster (the demo, the CLI, tests).
 //!
 //! A file that fails to parse is reported with its path and line and the
-//! last good snapshot stays in service.
+//! last good snapshot stays in service. So does a reload that finds no
+//! object at all ([`Reload::Empty`]): a file emptied while the webhook runs
+//! (a truncated write, a ConfigMap gone) says nothing about the cluster, and
+//! serving it would answer every review as if no VPA, Feature or Namespace
+//! existed.
 
 use super::{Entry, Interner, Snapshot};
 use crate::manifest::{self, ManifestError};
@@ -15,6 +19,16 @@ use std::time::Duration;
 /// object by object into the store's own types (a large store never exists
 /// as a `Value` tree); YAML goes through `Value`, as YAML stores are small.
 pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
+    load_counted(path).map(|(snapshot, _)| snapshot)
+}
+
+/// As [`load`], with the number of objects read (documents that are
+/// objects, good or not): 0 for an empty file or directory.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_counted(path: &Path) -> Result<(Snapshot, usize), ManifestError> {
+    let mut objects = 0;
     let mut interner = Interner::default();
     let mut entries = Vec::new();
     for file in manifest::collect_files(path, &[])? {
@@ -29,6 +43,7 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
         let reader = std::fs::File::open(&file).map_err(io)?;
         let mut streamed = Vec::new();
         let complete = manifest::stream_json_items(reader, |item| {
+            objects += usize::from(item.trim_start().starts_with('{'));
             let entry = Entry::from_json(item, &mut interner);
             // A problem may be a syntax error, which is the file's, not the
             // object's: the whole-file read below names its line.
@@ -45,15 +60,17 @@ pub fn load(path: &Path) -> Result<Snapshot, ManifestError> {
         let text = std::fs::read_to_string(&file).map_err(io)?;
         if manifest::looks_like_json(&text) {
             for item in manifest::json_items(&name, &text)? {
+                objects += usize::from(item.get().trim_start().starts_with('{'));
                 entries.push(Entry::from_json(item.get(), &mut interner));
             }
         } else {
             for document in manifest::parse_documents(&name, &text)? {
+                objects += usize::from(document.value.is_object());
                 entries.push(Entry::from_value(document.value, &mut interner));
             }
         }
     }
-    Ok(Snapshot::from_entries(&entries))
+    Ok((Snapshot::from_entries(&entries), objects))
 }
 
 /// Logs what a snapshot left out, so an operator sees a bad VPA by name.
@@ -63,20 +80,36 @@ pub fn report_problems(snapshot: &Snapshot, source: &str) {
     }
 }
 
+/// What one reload of a file store found.
+pub enum Reload {
+    /// A snapshot to serve.
+    Loaded(Arc<Snapshot>),
+    /// No object at all: refused, the last good snapshot keeps serving.
+    Empty,
+}
+
 /// Reloads `path` whenever it changes and calls `publish` with each new
-/// good snapshot. Runs until the task is dropped.
+/// good snapshot, or with [`Reload::Empty`] when the path holds no object
+/// (logged at warn). Runs until the task is dropped.
 pub async fn watch(
     path: PathBuf,
     interval: Duration,
     metrics: StoreMetrics,
-    publish: impl Fn(Arc<Snapshot>) + Send + 'static,
+    publish: impl Fn(Reload) + Send + 'static,
 ) {
     let source = path.clone();
-    manifest::poll_changes(path, interval, move || match load(&source) {
-        Ok(snapshot) => {
+    manifest::poll_changes(path, interval, move || match load_counted(&source) {
+        Ok((_, 0)) => {
+            tracing::warn!(
+                path = %source.display(),
+                "store reload refused: it holds no object; keeping the previous snapshot"
+            );
+            publish(Reload::Empty);
+        }
+        Ok((snapshot, _)) => {
             report_problems(&snapshot, "file");
             tracing::info!(path = %source.display(), vpas = snapshot.vpa_count(), "store reloaded");
-            publish(Arc::new(snapshot));
+            publish(Reload::Loaded(Arc::new(snapshot)));
         }
         Err(error) => {
             metrics.store_error("file");
@@ -166,6 +199,43 @@ mod tests {
         use crate::params::PolicyInputs;
         assert!(snapshot.namespace("whole").is_some());
         assert!(snapshot.problems.is_empty(), "{:?}", snapshot.problems);
+    }
+
+    #[test]
+    fn objects_are_counted_so_that_an_emptied_store_is_told_from_an_empty_cluster() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let count = |name: &str, text: &str| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+            let counted = load_counted(&path).map(|(_, n)| n);
+            std::fs::remove_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            counted.unwrap_or_else(|e| panic!("{name}: {e}"))
+        };
+        assert_eq!(count("empty.yaml", ""), 0);
+        assert_eq!(count("comments.yaml", "# emptied\n---\n---\n"), 0);
+        assert_eq!(
+            count(
+                "list.json",
+                r#"{"apiVersion": "v1", "kind": "List", "items": []}"#
+            ),
+            0
+        );
+        assert_eq!(count("nulls.json", "[null, null]"), 0);
+        assert_eq!(
+            count(
+                "one.yaml",
+                "---\napiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n"
+            ),
+            1
+        );
+        assert_eq!(
+            count(
+                "two.json",
+                &json!([vpa("a", "1"), null, vpa("b", "lots")]).to_string()
+            ),
+            2
+        );
+        assert_eq!(load_counted(dir.path()).map(|(_, n)| n).ok(), Some(0));
     }
 
     #[test]

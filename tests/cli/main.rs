@@ -16,6 +16,7 @@ mod kubectl;
 mod kubectl_output;
 mod kubectl_scope;
 mod kustomize;
+mod log_level;
 mod recommend_flags;
 mod suites;
 mod update;

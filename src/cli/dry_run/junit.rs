@@ -73,8 +73,18 @@ pub fn object_cases(object: &ObjectReport, counts: &mut Counts) -> std::io::Resu
             xml(name)
         ));
     };
-    if object.results.is_empty() {
-        case("no policy binding matches", String::new());
+    match &object.status {
+        // Refused by the apiserver's own validation: no policy evaluated.
+        Some(status) if object.results.is_empty() && !object.allowed => {
+            counts.failures += 1;
+            let message = xml(&status.message);
+            case(
+                "apiserver validation",
+                format!("\n      <failure type=\"deny\" message=\"{message}\">{message}</failure>\n    "),
+            );
+        }
+        _ if object.results.is_empty() => case("no policy binding matches", String::new()),
+        _ => {}
     }
     for row in &object.results {
         let message = xml(row.message.as_deref().unwrap_or(""));

@@ -249,6 +249,15 @@ impl Engine {
         })?;
         let input = AdmissionRequestInput::from_review(&review)
             .map_err(|e| bad_review(format!("not an AdmissionReview nodescope can read: {e}")))?;
+        if let Some(message) = crate::apiserver::validation::invalid_pod_request(&input) {
+            // Refused by the apiserver between the two webhook phases: no
+            // policy sees it.
+            let mut report = ObjectReport::invalid(label, location, message, mutation);
+            report.node = node;
+            report.operation = input.operation().to_owned();
+            report.resource = input.resource().to_owned();
+            return Ok(report);
+        }
         let outcome = validate(&self.decider.policies, &input, self.decider.store.as_ref());
         let mut warnings = mutation
             .as_ref()

@@ -125,6 +125,35 @@ impl ContainerResources {
 }
 
 impl ObjectReport {
+    /// An object the apiserver's own validation refuses (422 Invalid)
+    /// between the two webhook phases: no policy sees it. `node`,
+    /// `operation` and `resource` are left for the caller.
+    #[must_use]
+    pub fn invalid(
+        object: String,
+        source: Option<Location>,
+        message: String,
+        mutation: Option<MutationReport>,
+    ) -> Self {
+        Self {
+            object,
+            source,
+            node: None,
+            operation: String::new(),
+            resource: String::new(),
+            allowed: false,
+            status: Some(Status {
+                code: 422,
+                reason: "Invalid".to_owned(),
+                message,
+            }),
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+            results: Vec::new(),
+            mutation,
+        }
+    }
+
     /// Whether a binding could not be evaluated.
     #[must_use]
     pub fn errored(&self) -> bool {
@@ -299,13 +328,19 @@ fn source_cell(object: &ObjectReport) -> String {
 pub(super) fn object_rows(object: &ObjectReport) -> Vec<[String; 6]> {
     let source = source_cell(object);
     if object.results.is_empty() {
+        // Denied with no policy evaluated: the apiserver's own validation
+        // refused it before the validating webhooks.
+        let (result, message) = match &object.status {
+            Some(status) if !object.allowed => ("deny", status.message.clone()),
+            _ => ("allow", "no policy binding matches".to_owned()),
+        };
         return vec![[
             object.object.clone(),
             source,
             "-".to_owned(),
             "-".to_owned(),
-            "allow".to_owned(),
-            "no policy binding matches".to_owned(),
+            result.to_owned(),
+            message,
         ]];
     }
     object

@@ -117,15 +117,39 @@ pub fn interval(text: &str) -> Result<Duration, String> {
 /// `--log-level`: a tracing filter (`info`, `info,nodescope=debug`).
 ///
 /// # Errors
-/// When the filter does not parse, naming it.
+/// When the filter does not parse, naming it; when it is empty; when a
+/// directive without `=` is not a level: tracing reads a bare word as a
+/// module name (`warning` as the module `warning` at trace), which turns
+/// every other log line off, failed reloads included.
 pub fn log_filter(text: &str) -> Result<String, String> {
+    const EXAMPLE: &str = "such as info, or info,nodescope=debug";
+    const LEVELS: &str = r#""off", "error", "warn", "info", "debug", "trace""#;
     // Checked here, where a typo can still be named, rather than when the
     // logger starts, where it could only fall back to `info` unsaid.
     tracing_subscriber::EnvFilter::try_new(text)
-        .map(|_| text.to_owned())
-        .map_err(|e| {
-            format!("{text:?} is not a log filter ({e}); such as info, or info,nodescope=debug")
-        })
+        .map_err(|e| format!("{text:?} is not a log filter ({e}); {EXAMPLE}"))?;
+    let directives = text.split(',').map(str::trim).filter(|d| !d.is_empty());
+    let mut any = false;
+    for directive in directives {
+        any = true;
+        let bare = !directive.contains(['=', '[']);
+        if bare
+            && directive
+                .parse::<tracing_subscriber::filter::LevelFilter>()
+                .is_err()
+        {
+            return Err(format!(
+                "{text:?} is not a log filter ({directive:?} is not a level: expected one of \
+                 {LEVELS}, or MODULE=LEVEL); {EXAMPLE}"
+            ));
+        }
+    }
+    if !any {
+        return Err(format!(
+            "{text:?} is not a log filter (it names no level, so nothing would be logged); {EXAMPLE}"
+        ));
+    }
+    Ok(text.to_owned())
 }
 
 /// A Lease's duration: whole seconds, at least 2s (`leaseDurationSeconds`

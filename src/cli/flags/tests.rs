@@ -158,3 +158,40 @@ fn listen_addresses_take_upstreams_port_only_form_as_every_ipv4_interface() {
         );
     }
 }
+
+#[test]
+fn a_log_level_that_is_not_a_level_is_refused_rather_than_silencing_the_log() {
+    let not_a_level = |value: &str, directive: &str| {
+        Err(format!(
+            "{value:?} is not a log filter ({directive:?} is not a level: expected one of \
+             \"off\", \"error\", \"warn\", \"info\", \"debug\", \"trace\", or MODULE=LEVEL); \
+             such as info, or info,nodescope=debug"
+        ))
+    };
+    for word in ["nonsense", "warning", "eror", "nodescope"] {
+        assert_eq!(log_filter(word), not_a_level(word, word), "{word}");
+    }
+    assert_eq!(
+        log_filter("info, warning"),
+        not_a_level("info, warning", "warning")
+    );
+    assert_eq!(
+        log_filter(""),
+        Err(
+            "\"\" is not a log filter (it names no level, so nothing would be logged); \
+             such as info, or info,nodescope=debug"
+                .to_owned()
+        )
+    );
+    for good in [
+        "info",
+        "WARN",
+        "off",
+        "3",
+        "info,nodescope=debug",
+        "nodescope=debug",
+        "info,nodescope::update::told=debug",
+    ] {
+        assert_eq!(log_filter(good), Ok(good.to_owned()), "{good}");
+    }
+}

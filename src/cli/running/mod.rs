@@ -24,8 +24,8 @@ pub struct LogFlags {
 }
 
 impl LogFlags {
-    /// Installs the logger; a filter that does not parse falls back to
-    /// `info`, as `serve`'s does.
+    /// Installs the logger. The filter was checked when parsed
+    /// ([`crate::cli::flags::log_filter`]), as `serve`'s is.
     pub fn init(&self) {
         crate::cli::init_logging(self.log_format, &self.log_level);
     }

@@ -14,8 +14,8 @@ use crate::admission::Decider;
 use crate::cli::kubectl::cluster;
 use crate::leader::status::{self, StatusLease};
 use crate::manifest::ManifestError;
-use crate::metrics::{ReloadResult, WebhookMetrics};
-use crate::policy::bundle;
+use crate::metrics::{ReloadResult, ReloadSource, WebhookMetrics};
+use crate::policy::{bundle, routed};
 use crate::policy::{PolicyLoadError, PolicySet};
 use crate::server::{self, AppState, ConnectionOptions, Edge, Readiness};
 use crate::store::{self, Snapshot, StoreSource};
@@ -52,15 +52,26 @@ pub enum ServeError {
         path: PathBuf,
         cause: PolicyLoadError,
     },
+    #[error("--policies {}", under(path, cause))]
+    Unrouted {
+        path: PathBuf,
+        cause: crate::policy::routed::Unrouted,
+    },
     #[error("the built-in policy bundle does not load: {0}")]
     Bundle(PolicyLoadError),
     #[error("--store file:{}", under(path, cause))]
     Store { path: PathBuf, cause: ManifestError },
+    #[error("--store file:{}: {EMPTY_STORE}", path.display())]
+    EmptyStore { path: PathBuf },
     #[error("--store kube: {0}")]
     Kube(cluster::ClusterError),
     #[error("{0}")]
     Report(String),
 }
+
+/// Why a file store without objects is refused, at start and on reload.
+const EMPTY_STORE: &str =
+    "holds no object, so every review would be answered as if the cluster had no VPA, Feature or Namespace";
 
 /// `path: cause`, unless the cause already starts with the path (it names
 /// the file it failed on, `path` or one under it): then the cause alone.
@@ -103,22 +114,46 @@ fn param_namespaces(policies: &PolicySet) -> Vec<String> {
     namespaces
 }
 
+/// Reloads `--policies` on change. A set that lacks a policy the webhook
+/// configurations route to ([`routed::check`]) is refused like one that
+/// does not load, and also turns `/readyz` unready until a good one comes:
+/// the last good bundle keeps serving, but the operator must see it.
 fn spawn_policy_reload(
     path: PathBuf,
     interval: Duration,
     cell: DeciderCell,
     metrics: WebhookMetrics,
+    readiness: Arc<Readiness>,
 ) {
     let source = path.clone();
     tokio::spawn(crate::manifest::poll_changes(
         path,
         interval,
         move || match PolicySet::load_dir(&source) {
-            Ok(policies) => {
-                metrics.policy_reload(ReloadResult::Success);
-                tracing::info!(path = %source.display(), "policies reloaded");
-                cell.set_policies(Arc::new(policies));
-            }
+            Ok(policies) => match routed::check(&policies) {
+                Ok(()) => {
+                    metrics.policy_reload(ReloadResult::Success);
+                    tracing::info!(path = %source.display(), "policies reloaded");
+                    cell.set_policies(Arc::new(policies));
+                    readiness.accept("policies");
+                }
+                Err(cause) => {
+                    metrics.refusals.refuse(ReloadSource::Policies);
+                    tracing::warn!(
+                        path = %source.display(),
+                        error = %cause,
+                        "policy reload refused; keeping the previous bundle"
+                    );
+                    readiness.refuse(
+                        "policies",
+                        format!(
+                            "the reload of --policies {} was refused: it {cause}; the last good \
+                             bundle still serves",
+                            source.display()
+                        ),
+                    );
+                }
+            },
             Err(error) => {
                 metrics.policy_reload(ReloadResult::Failure);
                 tracing::warn!(%error, "policy reload failed; keeping the previous bundle");
@@ -141,12 +176,21 @@ struct Certificates {
 }
 
 /// `--policies`, or the bundle built into the binary when it is not given.
+/// A directory must hold every policy the webhook configurations route to
+/// ([`routed`]): without them /validate would allow what it is sent.
 fn load_policies(path: Option<&Path>) -> Result<PolicySet, ServeError> {
     match path {
-        Some(path) => PolicySet::load_dir(path).map_err(|cause| ServeError::Policies {
-            path: path.to_owned(),
-            cause,
-        }),
+        Some(path) => {
+            let set = PolicySet::load_dir(path).map_err(|cause| ServeError::Policies {
+                path: path.to_owned(),
+                cause,
+            })?;
+            routed::check(&set).map_err(|cause| ServeError::Unrouted {
+                path: path.to_owned(),
+                cause,
+            })?;
+            Ok(set)
+        }
         None => bundle::policy_set().map_err(ServeError::Bundle),
     }
 }
@@ -163,20 +207,39 @@ async fn start_store(
     let interval = Duration::from_secs(args.reload_interval.max(1));
     match &args.store {
         StoreSource::File(path) => {
-            let snapshot = store::file::load(path).map_err(|cause| ServeError::Store {
-                path: path.clone(),
-                cause,
-            })?;
+            let (snapshot, objects) =
+                store::file::load_counted(path).map_err(|cause| ServeError::Store {
+                    path: path.clone(),
+                    cause,
+                })?;
+            if objects == 0 {
+                return Err(ServeError::EmptyStore { path: path.clone() });
+            }
             store::file::report_problems(&snapshot, "file");
             readiness.store.store(true, Ordering::Release);
             let slot = cell_slot.clone();
+            let refusals = metrics.refusals.clone();
+            let shown = path.display().to_string();
             tokio::spawn(store::file::watch(
                 path.clone(),
                 interval,
                 metrics.store.clone(),
-                move |s| {
-                    if let Some(cell) = slot.get() {
-                        cell.set_store(s);
+                move |reload| match reload {
+                    store::file::Reload::Loaded(s) => {
+                        if let Some(cell) = slot.get() {
+                            cell.set_store(s);
+                        }
+                        readiness.accept("store");
+                    }
+                    store::file::Reload::Empty => {
+                        refusals.refuse(ReloadSource::Store);
+                        readiness.refuse(
+                            "store",
+                            format!(
+                                "the reload of --store file:{shown} was refused: it \
+                                 {EMPTY_STORE}; the last good snapshot still serves"
+                            ),
+                        );
                     }
                 },
             ));
@@ -299,6 +362,7 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
             Duration::from_secs(args.reload_interval.max(1)),
             cell.clone(),
             metrics.clone(),
+            readiness.clone(),
         );
     }
 
