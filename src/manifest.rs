@@ -60,11 +60,28 @@ pub enum ManifestError {
 }
 
 /// Lists `.yaml`, `.yml` and `.json` files under `path` (or `path` itself),
-/// sorted, skipping directories named in `skip_dirs`.
+/// sorted, skipping directories named in `skip_dirs`. A directory or file
+/// reached a second time (a link back up the tree, two links to one file)
+/// is not listed again: a loop would otherwise be walked until the path is
+/// too long, and a file counted once per path to it.
 pub fn collect_files(path: &Path, skip_dirs: &[&str]) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
-    collect_into(path, skip_dirs, &mut files, true)?;
+    collect_into(path, skip_dirs, &mut files, true, &mut Visited::default())?;
     Ok(files)
+}
+
+/// The directories and files a walk has been to, by device and inode:
+/// what a path names, whichever links led there.
+#[derive(Debug, Default)]
+pub struct Visited(std::collections::HashSet<(u64, u64)>);
+
+impl Visited {
+    /// Whether `meta` (of a file or directory, links followed) is seen for
+    /// the first time; it is then remembered.
+    pub fn first(&mut self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.0.insert((meta.dev(), meta.ino()))
+    }
 }
 
 fn collect_into(
@@ -72,12 +89,16 @@ fn collect_into(
     skip_dirs: &[&str],
     files: &mut Vec<PathBuf>,
     top: bool,
+    visited: &mut Visited,
 ) -> Result<(), ManifestError> {
     let io = |source| ManifestError::Io {
         path: path.display().to_string(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
+    if !visited.first(&meta) {
+        return Ok(());
+    }
     if meta.is_file() {
         if top || is_manifest(path) {
             files.push(path.to_owned());
@@ -93,9 +114,13 @@ fn collect_into(
         }
         if entry.is_dir() {
             if !skip_dirs.contains(&name) {
-                collect_into(&entry, skip_dirs, files, false)?;
+                collect_into(&entry, skip_dirs, files, false, visited)?;
             }
         } else if is_manifest(&entry) {
+            // A link that leads nowhere is listed, for its read to say so.
+            if std::fs::metadata(&entry).is_ok_and(|meta| !visited.first(&meta)) {
+                continue;
+            }
             files.push(entry);
         }
     }

@@ -13,6 +13,7 @@ pub mod dry_run;
 pub mod features;
 pub mod flags;
 pub mod kubectl;
+pub mod out;
 pub mod recommend;
 pub mod running;
 mod serve;

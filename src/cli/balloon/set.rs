@@ -152,8 +152,8 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
         let node = serde_json::to_value(&node).map_err(|e| format!("Node {}: {e}", args.node))?;
         let patch = checked_set_patch(args, &node)?;
         if args.dry_run == DryRun::Client {
-            println!("{}", pretty(&patch));
-            println!("node/{} usable size set (dry run)", args.node);
+            say(&pretty(&patch))?;
+            say(&format!("node/{} usable size set (dry run)", args.node))?;
             return Ok(ExitCode::SUCCESS);
         }
         match nodes
@@ -175,11 +175,14 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
         .into_iter()
         .filter_map(|key| Some((key.to_owned(), annotations.get(key)?.clone().into())))
         .collect();
-        println!("{}", pretty(&Value::Object(size)));
-        println!("node/{} usable size set (server dry run)", args.node);
+        say(&pretty(&Value::Object(size)))?;
+        say(&format!(
+            "node/{} usable size set (server dry run)",
+            args.node
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("node/{} usable size set", args.node);
+    say(&format!("node/{} usable size set", args.node))?;
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
@@ -201,7 +204,7 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
                     | State::NoBalloon
             );
             if done {
-                println!("{}: {}", p.state.as_str(), p.reason);
+                say(&format!("{}: {}", p.state.as_str(), p.reason))?;
                 return Ok(if p.state == State::Settled {
                     ExitCode::SUCCESS
                 } else {
@@ -214,11 +217,22 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
                 || "no plan".to_owned(),
                 |p| format!("{}: {}", p.state.as_str(), p.reason),
             );
-            println!("timed out after {:?}; {words}", args.timeout);
+            say(&format!("timed out after {:?}; {words}", args.timeout))?;
             return Ok(ExitCode::from(1));
         }
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
+}
+
+/// One line on standard output ([`crate::cli::out`]).
+fn say(line: &str) -> Result<(), String> {
+    use std::io::Write;
+    writeln!(crate::cli::out::stdout(), "{line}").map_err(|e| {
+        format!(
+            "cannot write the output: {}",
+            crate::input::sources::reason(&e)
+        )
+    })
 }
 
 fn pretty(value: &Value) -> String {

@@ -259,5 +259,5 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
         .await
         .map_err(|e| e.to_string())?;
     let plans = plan_objects(&objects, &args.config())?;
-    finish(args, &plans, &missing, &mut std::io::stdout().lock())
+    finish(args, &plans, &missing, &mut crate::cli::out::stdout())
 }

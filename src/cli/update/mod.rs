@@ -391,7 +391,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             plan_objects(objects, &args.config(), fresh, now)?,
             &selected,
         );
-        render(&plans, args.output, &mut std::io::stdout().lock()).map_err(|e| e.to_string())?;
+        render(&plans, args.output, &mut crate::cli::out::stdout()).map_err(|e| e.to_string())?;
         return Ok(plan_code(args, &plans));
     }
     let reports = report
