@@ -65,7 +65,7 @@ impl Kinds {
         self.0.get(kind).copied().unwrap_or(0)
     }
 
-    /// `holds no objects` or `holds only 2 ConfigMap, 1 Secret`.
+    /// `holds no objects` or `holds only 2 ConfigMaps, 1 Secret`.
     #[must_use]
     pub fn found(&self) -> String {
         if self.0.is_empty() {
@@ -74,7 +74,13 @@ impl Kinds {
         let kinds: Vec<String> = self
             .0
             .iter()
-            .map(|(kind, n)| format!("{n} {kind}"))
+            .map(|(kind, n)| {
+                format!(
+                    "{} {}",
+                    crate::messages::thousands(*n),
+                    crate::messages::plural(kind, *n)
+                )
+            })
             .collect();
         format!("holds only {}", kinds.join(", "))
     }
@@ -132,7 +138,7 @@ fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
 }
 
 /// One object read, waiting for its file to be read right.
-type Staged<T> = (Option<Key>, Location, String, T);
+type Staged<T> = (Option<Key>, Location, Result<String, String>, T);
 
 /// Stages item `item` of a List read from `source`, converted where it
 /// stands, to be recorded only if the whole List reads right.
@@ -310,9 +316,13 @@ impl Reader {
 
     /// The error of a YAML file as the whole-file parse words it.
     fn syntax(&self, file: &Path, name: &str, error: &serde_saphyr::Error) -> InputError {
-        let whole = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|text| parse(name, &text).err());
+        let whole = match std::fs::read_to_string(file) {
+            Ok(text) => parse(name, &text).err(),
+            Err(e) => Some(InputError::File {
+                path: name.to_owned(),
+                message: super::sources::reason(&e),
+            }),
+        };
         whole.unwrap_or_else(|| InputError::File {
             path: name.to_owned(),
             message: format!("not valid YAML: {error}"),
@@ -380,8 +390,9 @@ impl Reader {
         file: usize,
         key: Option<Key>,
         location: &Location,
-        kind: String,
+        kind: Result<String, String>,
     ) -> Result<(), InputError> {
+        let kind = kind.map_err(|why| InputError::document(location, why))?;
         *self.kinds.0.entry(kind).or_default() += 1;
         let Some(key) = key else { return Ok(()) };
         let here = Seen {
@@ -455,11 +466,15 @@ fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
-/// The kind, for counting; what has none is counted as such.
-fn kind_of(value: &Value) -> String {
+/// The kind, for counting; what is no object, or has no kind, is refused
+/// in the words `-f` uses: a cluster holds neither.
+fn kind_of(value: &Value) -> Result<String, String> {
+    if !value.is_object() {
+        return Err("not an object (a mapping with apiVersion, kind and metadata)".to_owned());
+    }
     match value.get("kind").and_then(Value::as_str) {
-        Some(kind) if !kind.is_empty() => kind.to_owned(),
-        _ => "<no kind>".to_owned(),
+        Some(kind) if !kind.is_empty() => Ok(kind.to_owned()),
+        _ => Err("no `kind`".to_owned()),
     }
 }
 

@@ -379,6 +379,12 @@ pub fn manifest_error(error: crate::manifest::ManifestError) -> InputError {
 /// directory`, without the `(os error 2)` that only repeats it.
 #[must_use]
 pub fn reason(error: &std::io::Error) -> String {
+    // What `read_to_string` says of a binary file.
+    if error.kind() == std::io::ErrorKind::InvalidData
+        && error.to_string() == "stream did not contain valid UTF-8"
+    {
+        return "not valid UTF-8".to_owned();
+    }
     let text = error.to_string();
     let text = match text.rfind(" (os error ") {
         Some(at) if text.ends_with(')') => &text[..at],

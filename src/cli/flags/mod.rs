@@ -142,6 +142,17 @@ pub fn lease_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The path of `--store file:PATH`; `file:` alone names nothing.
+///
+/// # Errors
+/// `file:` without a path.
+pub fn store_file(value: &str) -> Result<&std::path::Path, String> {
+    match value.strip_prefix("file:").unwrap_or(value) {
+        "" => Err("--store file: needs a path, as in file:./dir".to_owned()),
+        path => Ok(std::path::Path::new(path)),
+    }
+}
+
 fn number<T: std::str::FromStr>(
     text: &str,
     expected: &str,

@@ -218,9 +218,9 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
             "offline (--store file:), only --plan runs: a pass needs a cluster to act on".into(),
         );
     }
-    let path = args.store.trim_start_matches("file:");
+    let path = crate::cli::flags::store_file(&args.store)?;
     let state = crate::input::cluster::updater_state(
-        std::path::Path::new(path),
+        path,
         &format!("--store {}", args.store),
         &|pod| args.scope.selects(pod),
         &mut |warning| eprintln!("nodescope: warning: {warning}"),
