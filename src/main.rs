@@ -5,7 +5,6 @@
 //! ([`cli::out`]).
 
 use anyhow::Context;
-use clap::Parser;
 use nodescope::cli::{self, Cli, Command};
 use std::io::Write;
 use std::process::ExitCode;
@@ -15,7 +14,7 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_or_exit();
     let code = match run(cli) {
         Ok(code) => code,
         Err(error) => fail(format_args!("{error:#}"), 2),

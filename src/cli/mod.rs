@@ -94,6 +94,28 @@ pub enum LogFormat {
     Json,
 }
 
+impl Cli {
+    /// The command line, or exit 2 with clap's message; a bad value that
+    /// came from an environment variable is blamed on the variable.
+    #[must_use]
+    pub fn parse_or_exit() -> Self {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        match <Self as Parser>::try_parse_from(&args) {
+            Ok(cli) => cli,
+            Err(error) => {
+                let command = <Self as clap::CommandFactory>::command();
+                if let Some(message) =
+                    flags::environment::blame_environment(&error, &command, &args)
+                {
+                    eprint!("{message}");
+                    std::process::exit(2);
+                }
+                error.exit()
+            }
+        }
+    }
+}
+
 /// Installs the global tracing subscriber; call once, at start.
 pub fn init_logging(format: LogFormat, level: &str) {
     use tracing_subscriber::EnvFilter;

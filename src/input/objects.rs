@@ -441,6 +441,17 @@ impl Unique {
 }
 
 fn twice(key: &Key, location: &Location, first: &Location) -> InputError {
+    // The same place twice: the same path was given twice, which the
+    // object's message would put as "first at" where it is.
+    if location.source == first.source
+        && location.document == first.document
+        && location.item == first.item
+    {
+        return InputError::File {
+            path: location.source.clone(),
+            message: "the same file is given twice; give it once".to_owned(),
+        };
+    }
     InputError::document(
         location,
         format!(

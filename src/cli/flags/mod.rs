@@ -9,6 +9,7 @@
 //! ([`vpa_namespaces`]), and `--missing-node-recommendation`
 //! ([`missing_node`]).
 
+pub mod environment;
 pub mod feature_gates;
 pub mod missing_node;
 pub mod vpa_namespaces;
