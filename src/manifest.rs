@@ -141,7 +141,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Manife
         message,
     };
     let values: Vec<Value> = if looks_like_json(text) {
-        vec![serde_json::from_str(text).map_err(|e| syntax(format!("not valid JSON: {e}")))?]
+        // One value, or several one after another (`jq -c` output).
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| syntax(format!("not valid JSON: {e}")))?
     } else {
         let options = serde_saphyr::options! { with_snippet: false };
         serde_saphyr::from_multiple_with_options(text, options)
@@ -256,19 +260,25 @@ pub fn json_items<'a>(source: &str, text: &'a str) -> Result<Vec<&'a RawValue>, 
         path: source.to_owned(),
         message: e.to_string(),
     };
-    // One pass over the text: a large store is read once here, once more by
-    // the object that keeps it.
-    let items = if text.trim_start().starts_with('[') {
-        serde_json::from_str::<Vec<&RawValue>>(text).map_err(syntax)?
-    } else {
-        match serde_json::from_str::<ListDoc<'_>>(text).map_err(syntax)? {
-            ListDoc {
-                kind: Some(kind),
-                items,
-            } if kind == "List" => items.unwrap_or_default(),
-            _ => vec![serde_json::from_str::<&RawValue>(text).map_err(syntax)?],
+    // A large store is read once to find its values, once more by the
+    // object that keeps it; a List, once more for its items. Several
+    // values one after another (`jq -c` output) are each a document.
+    let mut items = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<&'a RawValue>() {
+        let value = value.map_err(syntax)?;
+        let raw = value.get();
+        if raw.starts_with('[') {
+            items.extend(serde_json::from_str::<Vec<&'a RawValue>>(raw).map_err(syntax)?);
+            continue;
         }
-    };
+        match serde_json::from_str::<ListDoc<'a>>(raw) {
+            Ok(ListDoc {
+                kind: Some(kind),
+                items: list,
+            }) if kind == "List" => items.extend(list.unwrap_or_default()),
+            _ => items.push(value),
+        }
+    }
     Ok(items.into_iter().filter(|i| i.get() != "null").collect())
 }
 

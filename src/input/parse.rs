@@ -114,7 +114,31 @@ pub fn parse_in_pieces<E: From<InputError>>(
     mut each: impl FnMut(Vec<SourceDocument>) -> Result<(), E>,
 ) -> Result<(), E> {
     let trimmed = text.trim_start();
-    if text.len() <= PIECE_BYTES || trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        // A stream of JSON documents (`jq -c` prints one per line) is
+        // handed on a batch at a time, never held whole as values.
+        let mut batch = Vec::new();
+        let mut number = 0;
+        let mut bytes = 0;
+        json_values(source, text, |line, value, size| {
+            number += 1;
+            bytes += size;
+            let location = Location {
+                source: source.to_owned(),
+                document: Some(number),
+                item: None,
+                line: Some(line),
+            };
+            push_document(&mut batch, location, value).map_err(E::from)?;
+            if bytes >= PIECE_BYTES {
+                bytes = 0;
+                each(std::mem::take(&mut batch))?;
+            }
+            Ok::<(), E>(())
+        })?;
+        return each(batch);
+    }
+    if text.len() <= PIECE_BYTES {
         return each(parse(source, text)?);
     }
     let (mut start, mut documents, mut lines) = (0, 0, 0);
@@ -148,16 +172,12 @@ fn parse_numbered(
     let trimmed = text.trim_start();
     let documents: Vec<(Option<u64>, Value)> =
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            let value: Value = serde_json::from_str(text).map_err(|e| InputError::File {
-                path: source.to_owned(),
-                message: format!("not valid JSON: {e}"),
+            let mut values = Vec::new();
+            json_values(source, text, |line, value, _| {
+                values.push((Some(line), value));
+                Ok::<(), InputError>(())
             })?;
-            let line = text.len() - trimmed.len();
-            let line = text[..line].matches('\n').count() as u64 + 1;
-            match value {
-                Value::Array(items) => vec![(Some(line), Value::Object(list_of(items)))],
-                other => vec![(Some(line), other)],
-            }
+            values
         } else {
             parse_yaml(source, text)?
         };
@@ -175,31 +195,74 @@ fn parse_numbered(
             item: None,
             line: line.map(|line| line + line_offset),
         };
-        match value {
-            Value::Object(map) if crate::manifest::is_list(&map) => {
-                let Some(items) = crate::manifest::list_items(map) else {
-                    return Err(InputError::document(
-                        &location,
-                        "a List's `items` must be a list",
-                    ));
-                };
-                out.extend(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, value)| SourceDocument {
-                            location: Location {
-                                item: Some(i + 1),
-                                ..location.clone()
-                            },
-                            value,
-                        }),
-                );
-            }
-            value => out.push(SourceDocument { location, value }),
-        }
+        push_document(&mut out, location, value)?;
     }
     Ok((out, count))
+}
+
+/// The JSON documents of `text` in turn, with the line each starts on and
+/// the bytes it took: one value, or several one after another (`jq -c`
+/// prints one per line, and kubectl reads them so). A top-level array is
+/// a `List` of its items; `null` is no document.
+fn json_values<E: From<InputError>>(
+    source: &str,
+    text: &str,
+    mut each: impl FnMut(u64, Value, usize) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let (mut counted, mut line) = (0, 1u64);
+    loop {
+        let before = stream.byte_offset();
+        let Some(next) = stream.next() else {
+            return Ok(());
+        };
+        let value = next.map_err(|e| InputError::File {
+            path: source.to_owned(),
+            message: format!("not valid JSON: {e}"),
+        })?;
+        let start = before + (text[before..].len() - text[before..].trim_start().len());
+        line += text[counted..start].matches('\n').count() as u64;
+        counted = start;
+        let size = stream.byte_offset() - before;
+        let value = match value {
+            Value::Null => continue,
+            Value::Array(items) => Value::Object(list_of(items)),
+            other => other,
+        };
+        each(line, value, size)?;
+    }
+}
+
+/// One document's objects into `out`: itself, or a List's items each.
+fn push_document(
+    out: &mut Vec<SourceDocument>,
+    location: Location,
+    value: Value,
+) -> Result<(), InputError> {
+    match value {
+        Value::Object(map) if crate::manifest::is_list(&map) => {
+            let Some(items) = crate::manifest::list_items(map) else {
+                return Err(InputError::document(
+                    &location,
+                    "a List's `items` must be a list",
+                ));
+            };
+            out.extend(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, value)| SourceDocument {
+                        location: Location {
+                            item: Some(i + 1),
+                            ..location.clone()
+                        },
+                        value,
+                    }),
+            );
+        }
+        value => out.push(SourceDocument { location, value }),
+    }
+    Ok(())
 }
 
 /// A parsed document and the line it starts on, when known.

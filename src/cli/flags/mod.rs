@@ -185,7 +185,7 @@ pub fn percentile(text: &str) -> Result<f64, String> {
     })
 }
 
-/// A finite number above 0 (`--pod-update-threshold`).
+/// A finite number above 0.
 ///
 /// # Errors
 /// Zero, a negative number, NaN, an infinity, or not a number.

@@ -73,8 +73,8 @@ pub struct UpdateArgs {
     #[arg(long)]
     pub in_place_skip_disruption_budget: bool,
     /// A pod within its recommendation is updated only when the change is
-    /// at least this (upstream's resource diff).
-    #[arg(long, default_value_t = 0.1, value_parser = flags::positive, allow_negative_numbers = true)]
+    /// at least this fraction (upstream's resource diff), in (0, 1].
+    #[arg(long, default_value_t = 0.1, value_parser = flags::fraction, allow_negative_numbers = true)]
     pub pod_update_threshold: f64,
     /// ...and only when it is older than this.
     #[arg(long, default_value = "12h", value_parser = parse_duration)]
