@@ -60,6 +60,10 @@ pub fn budget_words(error: &serde_saphyr::Error) -> Option<String> {
             "YAML has too many documents (over {})",
             thousands(documents.saturating_sub(1))
         ),
+        BudgetBreach::Nodes { nodes } => format!(
+            "YAML has too many nodes (over {})",
+            thousands(nodes.saturating_sub(1))
+        ),
         _ => "YAML is too large or too complex to read".to_owned(),
     })
 }
@@ -217,7 +221,16 @@ mod tests {
             let refs = vec![format!("*a{}", i - 1); 10].join(", ");
             bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
         }
-        let error = serde_saphyr::from_str::<Value>(&bomb).expect_err("a bomb");
+        // As manifests are read: no cap on nodes or events.
+        let options = serde_saphyr::options! {
+            with_snippet: false,
+            budget: serde_saphyr::budget! {
+                max_nodes: usize::MAX,
+                max_events: usize::MAX,
+            },
+        };
+        let error = serde_saphyr::from_multiple_with_options::<Value>(&bomb, options)
+            .expect_err("a bomb");
         assert_eq!(
             yaml_error(&bomb, &error),
             "document 1: YAML has too many alias expansions (more than 1,000,000)"
