@@ -229,8 +229,8 @@ mod tests {
                 max_events: usize::MAX,
             },
         };
-        let error = serde_saphyr::from_multiple_with_options::<Value>(&bomb, options)
-            .expect_err("a bomb");
+        let error =
+            serde_saphyr::from_multiple_with_options::<Value>(&bomb, options).expect_err("a bomb");
         assert_eq!(
             yaml_error(&bomb, &error),
             "document 1: YAML has too many alias expansions (more than 1,000,000)"

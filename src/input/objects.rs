@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// What makes two documents the same object: the cluster would keep one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
+pub(super) struct Key {
     group: Box<str>,
     kind: Box<str>,
     namespace: Box<str>,
@@ -20,7 +20,7 @@ struct Key {
 
 impl Key {
     /// `None` for what has no name yet (`generateName`) or is no object.
-    fn of(value: &Value) -> Option<Key> {
+    pub(super) fn of(value: &Value) -> Option<Key> {
         let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
         let name = text("/metadata/name").filter(|n| !n.is_empty())?;
         let api_version = text("/apiVersion").unwrap_or_default();
@@ -35,7 +35,7 @@ impl Key {
         })
     }
 
-    fn words(&self) -> String {
+    pub(super) fn words(&self) -> String {
         if self.namespace.is_empty() {
             format!("{} {}", self.kind, self.name)
         } else {
@@ -415,51 +415,8 @@ impl Reader {
     }
 }
 
-/// The objects read so far by name, for inputs read as documents (`-f`,
-/// `--params`): the same object twice is refused, naming both documents.
-#[derive(Debug, Default)]
-pub struct Unique {
-    seen: HashMap<Key, Location>,
-}
-
-impl Unique {
-    /// Refuses `value` when an object of its group, kind, namespace and
-    /// name was read before.
-    ///
-    /// # Errors
-    /// The second document, naming the first.
-    pub fn check(&mut self, value: &Value, location: &Location) -> Result<(), InputError> {
-        let Some(key) = Key::of(value) else {
-            return Ok(());
-        };
-        if let Some(first) = self.seen.get(&key) {
-            return Err(twice(&key, location, first));
-        }
-        self.seen.insert(key, location.clone());
-        Ok(())
-    }
-}
-
-fn twice(key: &Key, location: &Location, first: &Location) -> InputError {
-    // The same place twice: the same path was given twice, which the
-    // object's message would put as "first at" where it is.
-    if location.source == first.source
-        && location.document == first.document
-        && location.item == first.item
-    {
-        return InputError::File {
-            path: location.source.clone(),
-            message: "the same file is given twice; give it once".to_owned(),
-        };
-    }
-    InputError::document(
-        location,
-        format!(
-            "{} is given twice, first at {first}; a cluster holds one object of a name",
-            key.words()
-        ),
-    )
-}
+use super::unique::twice;
+pub use super::unique::Unique;
 
 /// Manifests are the user's own files (a dump of a whole cluster): no cap
 /// on documents, nodes or bytes; the depth limit that protects the stack
