@@ -2,7 +2,7 @@
 //! or a list item at a time and handed on at once, so that a large dump is
 //! never held whole as JSON values. The same object given twice is refused.
 
-use super::parse::{parse, InputError, Location};
+use super::parse::{parse, parse_in_pieces, InputError, Location, SourceDocument};
 use crate::manifest::{self, ListHead};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -342,13 +342,17 @@ impl Reader {
             path: name.clone(),
             message: super::sources::reason(&e),
         })?;
-        for document in parse(&name, &text)? {
-            let kind = kind_of(&document.value);
-            let key = Key::of(&document.value);
-            self.record(index, key, &document.location, kind)?;
-            keep(convert(document.value, &document.location))?;
-        }
-        Ok(())
+        // A batch of documents at a time: a large file (a stream of JSON
+        // objects, many YAML documents) is never all values at once.
+        parse_in_pieces(&name, &text, |documents: Vec<SourceDocument>| {
+            for document in documents {
+                let kind = kind_of(&document.value);
+                let key = Key::of(&document.value);
+                self.record(index, key, &document.location, kind)?;
+                keep(convert(document.value, &document.location))?;
+            }
+            Ok::<(), E>(())
+        })
     }
 
     /// One document: its objects, a list's items each.
