@@ -9,6 +9,7 @@ pub mod apiserver;
 pub mod balloon;
 pub mod cli;
 pub mod features;
+pub mod files;
 pub mod input;
 pub mod json;
 pub mod leader;

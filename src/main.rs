@@ -1,9 +1,12 @@
 //! The `nodescope` binary: parses the command line and runs a subcommand.
-//! Errors become one line on stderr and a non-zero exit code.
+//! Errors become one line on stderr and a non-zero exit code; but once
+//! standard output was found closed by its reader (`| head -1`), whatever
+//! the command became ends quietly with exit 0, as kubectl does
+//! ([`cli::out`]).
 
 use anyhow::Context;
-use clap::Parser;
 use nodescope::cli::{self, Cli, Command};
+use std::io::Write;
 use std::process::ExitCode;
 
 #[cfg(feature = "mimalloc")]
@@ -11,14 +14,25 @@ use std::process::ExitCode;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
+    let cli = Cli::parse_or_exit();
+    let code = match run(cli) {
         Ok(code) => code,
-        Err(error) => {
-            eprintln!("nodescope: {error:#}");
-            ExitCode::from(2)
-        }
+        Err(error) => fail(format_args!("{error:#}"), 2),
+    };
+    if cli::out::closed() {
+        return ExitCode::SUCCESS;
     }
+    code
+}
+
+/// `message` on stderr with exit code `code`; nothing, when standard
+/// output was closed by its reader (the error is then that, and no one's).
+fn fail(message: impl std::fmt::Display, code: u8) -> ExitCode {
+    if cli::out::closed() {
+        return ExitCode::SUCCESS;
+    }
+    eprintln!("nodescope: {message}");
+    ExitCode::from(code)
 }
 
 /// Runs an offline subcommand, which owns its exit codes: 0 and 1 from its
@@ -28,14 +42,15 @@ fn offline(
     run: impl FnOnce() -> Result<ExitCode, cli::dry_run::RunError> + std::panic::UnwindSafe,
 ) -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("nodescope: internal error: {info}");
+        if !cli::out::closed() {
+            eprintln!("nodescope: internal error: {info}");
+        }
     }));
     match std::panic::catch_unwind(run) {
         Ok(Ok(code)) => code,
-        Ok(Err(error)) => {
-            eprintln!("nodescope: {error}");
-            ExitCode::from(error.exit_code())
-        }
+        Ok(Err(error)) => fail(&error, error.exit_code()),
+        // The hook said it.
+        Err(_) if cli::out::closed() => ExitCode::SUCCESS,
         Err(_) => ExitCode::from(3),
     }
 }
@@ -56,7 +71,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Certs(args) => {
-            print!("{}", cli::run_certs(&args)?);
+            let written = cli::run_certs(&args)?;
+            cli::out::stdout()
+                .write_all(written.as_bytes())
+                .context("writing the output")?;
             Ok(ExitCode::SUCCESS)
         }
         Command::DryRun(args) => Ok(offline(|| cli::run_dry_run(&args))),
@@ -127,13 +145,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Update(args) => {
             if args.is_offline() {
-                let mut out = std::io::stdout().lock();
+                let mut out = cli::out::stdout();
                 return Ok(match cli::update::run_offline(&args, &mut out) {
                     Ok(code) => code,
-                    Err(error) => {
-                        eprintln!("nodescope: update: {error}");
-                        ExitCode::from(2)
-                    }
+                    Err(error) => fail(format_args!("update: {error}"), 2),
                 });
             }
             if !args.plan {
@@ -142,24 +157,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let runtime = runtime()?;
             Ok(match runtime.block_on(cli::update::run_cluster(&args)) {
                 Ok(code) => code,
-                Err(error) => {
-                    eprintln!("nodescope: update: {error}");
-                    ExitCode::from(2)
-                }
+                Err(error) => fail(format_args!("update: {error}"), 2),
             })
         }
         Command::Balloon(args) => {
             use cli::balloon::BalloonCommand;
             if let BalloonCommand::Status(status) = &args.command {
                 let result = if status.store.starts_with("file:") {
-                    cli::balloon::run_status_offline(status, &mut std::io::stdout().lock())
+                    cli::balloon::run_status_offline(status, &mut cli::out::stdout())
                 } else {
                     runtime()?.block_on(cli::balloon::run_status_cluster(status))
                 };
-                return Ok(result.unwrap_or_else(|error| {
-                    eprintln!("nodescope: balloon status: {error}");
-                    ExitCode::from(2)
-                }));
+                return Ok(
+                    result.unwrap_or_else(|error| fail(format_args!("balloon status: {error}"), 2))
+                );
             }
             if let BalloonCommand::Controller(controller) = &args.command {
                 controller.logging.init();
@@ -167,20 +178,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let runtime = runtime()?;
             Ok(match runtime.block_on(cli::balloon::run_cluster(&args)) {
                 Ok(code) => code,
-                Err(error) => {
-                    eprintln!("nodescope: balloon: {error}");
-                    ExitCode::from(2)
-                }
+                Err(error) => fail(format_args!("balloon: {error}"), 2),
             })
         }
         Command::Version(args) => {
-            cli::version::run_version(&args, &mut std::io::stdout().lock())
+            cli::version::run_version(&args, &mut cli::out::stdout())
                 .map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Completion(args) => {
             let mut command = <Cli as clap::CommandFactory>::command();
-            cli::version::run_completion(&args, &mut command, &mut std::io::stdout().lock())
+            cli::version::run_completion(&args, &mut command, &mut cli::out::stdout())
                 .map_err(anyhow::Error::msg)?;
             Ok(ExitCode::SUCCESS)
         }
@@ -192,13 +200,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::from(2));
             }
             if cli::recommend::is_offline(&args) {
-                let mut out = std::io::stdout().lock();
+                let mut out = cli::out::stdout();
                 return Ok(match cli::recommend::run_offline(&args, &mut out) {
                     Ok(code) => code,
-                    Err(error) => {
-                        eprintln!("nodescope: {error}");
-                        ExitCode::from(2)
-                    }
+                    Err(error) => fail(error, 2),
                 });
             }
             args.running.logging.init();

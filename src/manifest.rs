@@ -60,11 +60,28 @@ pub enum ManifestError {
 }
 
 /// Lists `.yaml`, `.yml` and `.json` files under `path` (or `path` itself),
-/// sorted, skipping directories named in `skip_dirs`.
+/// sorted, skipping directories named in `skip_dirs`. A directory or file
+/// reached a second time (a link back up the tree, two links to one file)
+/// is not listed again: a loop would otherwise be walked until the path is
+/// too long, and a file counted once per path to it.
 pub fn collect_files(path: &Path, skip_dirs: &[&str]) -> Result<Vec<PathBuf>, ManifestError> {
     let mut files = Vec::new();
-    collect_into(path, skip_dirs, &mut files, true)?;
+    collect_into(path, skip_dirs, &mut files, true, &mut Visited::default())?;
     Ok(files)
+}
+
+/// The directories and files a walk has been to, by device and inode:
+/// what a path names, whichever links led there.
+#[derive(Debug, Default)]
+pub struct Visited(std::collections::HashSet<(u64, u64)>);
+
+impl Visited {
+    /// Whether `meta` (of a file or directory, links followed) is seen for
+    /// the first time; it is then remembered.
+    pub fn first(&mut self, meta: &std::fs::Metadata) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        self.0.insert((meta.dev(), meta.ino()))
+    }
 }
 
 fn collect_into(
@@ -72,12 +89,16 @@ fn collect_into(
     skip_dirs: &[&str],
     files: &mut Vec<PathBuf>,
     top: bool,
+    visited: &mut Visited,
 ) -> Result<(), ManifestError> {
     let io = |source| ManifestError::Io {
         path: path.display().to_string(),
         source,
     };
     let meta = std::fs::metadata(path).map_err(io)?;
+    if !visited.first(&meta) {
+        return Ok(());
+    }
     if meta.is_file() {
         if top || is_manifest(path) {
             files.push(path.to_owned());
@@ -93,9 +114,13 @@ fn collect_into(
         }
         if entry.is_dir() {
             if !skip_dirs.contains(&name) {
-                collect_into(&entry, skip_dirs, files, false)?;
+                collect_into(&entry, skip_dirs, files, false, visited)?;
             }
         } else if is_manifest(&entry) {
+            // A link that leads nowhere is listed, for its read to say so.
+            if std::fs::metadata(&entry).is_ok_and(|meta| !visited.first(&meta)) {
+                continue;
+            }
             files.push(entry);
         }
     }
@@ -116,7 +141,11 @@ pub fn parse_documents(source: &str, text: &str) -> Result<Vec<Document>, Manife
         message,
     };
     let values: Vec<Value> = if looks_like_json(text) {
-        vec![serde_json::from_str(text).map_err(|e| syntax(format!("not valid JSON: {e}")))?]
+        // One value, or several one after another (`jq -c` output).
+        serde_json::Deserializer::from_str(text)
+            .into_iter::<Value>()
+            .collect::<Result<_, _>>()
+            .map_err(|e| syntax(format!("not valid JSON: {e}")))?
     } else {
         let options = serde_saphyr::options! { with_snippet: false };
         serde_saphyr::from_multiple_with_options(text, options)
@@ -231,19 +260,25 @@ pub fn json_items<'a>(source: &str, text: &'a str) -> Result<Vec<&'a RawValue>, 
         path: source.to_owned(),
         message: e.to_string(),
     };
-    // One pass over the text: a large store is read once here, once more by
-    // the object that keeps it.
-    let items = if text.trim_start().starts_with('[') {
-        serde_json::from_str::<Vec<&RawValue>>(text).map_err(syntax)?
-    } else {
-        match serde_json::from_str::<ListDoc<'_>>(text).map_err(syntax)? {
-            ListDoc {
-                kind: Some(kind),
-                items,
-            } if kind == "List" => items.unwrap_or_default(),
-            _ => vec![serde_json::from_str::<&RawValue>(text).map_err(syntax)?],
+    // A large store is read once to find its values, once more by the
+    // object that keeps it; a List, once more for its items. Several
+    // values one after another (`jq -c` output) are each a document.
+    let mut items = Vec::new();
+    for value in serde_json::Deserializer::from_str(text).into_iter::<&'a RawValue>() {
+        let value = value.map_err(syntax)?;
+        let raw = value.get();
+        if raw.starts_with('[') {
+            items.extend(serde_json::from_str::<Vec<&'a RawValue>>(raw).map_err(syntax)?);
+            continue;
         }
-    };
+        match serde_json::from_str::<ListDoc<'a>>(raw) {
+            Ok(ListDoc {
+                kind: Some(kind),
+                items: list,
+            }) if kind == "List" => items.extend(list.unwrap_or_default()),
+            _ => items.push(value),
+        }
+    }
     Ok(items.into_iter().filter(|i| i.get() != "null").collect())
 }
 

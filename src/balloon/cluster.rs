@@ -9,7 +9,9 @@ use super::metrics::BalloonMetrics;
 use super::{plan_objects, BalloonConfig, NodePlan, State, REASON_ANNOTATION, STATE_ANNOTATION};
 use crate::leader::{self, LeaseConfig};
 use crate::pods::{resize, ResizeError};
+use crate::throttle::Throttle;
 use futures::StreamExt;
+use governor::Quota;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -17,6 +19,7 @@ use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Client, Resource as _};
 use std::collections::HashMap;
+use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -132,6 +135,7 @@ pub async fn run(
     );
     let mut ticker = tokio::time::interval(config.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let failures = failure_log();
     let mut terminate = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -178,7 +182,7 @@ pub async fn run(
                 break;
             }
             let written = written.get(&plan.node).cloned().unwrap_or_default();
-            act(&client, &recorder, &metrics, plan, written).await;
+            act(&client, &recorder, &metrics, &failures, plan, written).await;
         }
     }
     if let Err(error) = leadership.release().await {
@@ -187,12 +191,43 @@ pub async fn run(
     Ok(())
 }
 
+/// The throttle of the lines that say a write failed: a failure that
+/// lasts is met again every pass, and would otherwise be logged every
+/// `--interval` for as long. Ten at once, then one a minute; a line let
+/// through counts those held back.
+fn failure_log() -> Throttle {
+    Throttle::with_quota(
+        Quota::per_minute(NonZeroU32::MIN)
+            .allow_burst(NonZeroU32::new(10).unwrap_or(NonZeroU32::MIN)),
+    )
+}
+
+/// Logs a failed write to the apiserver once, as fields: the node, what
+/// was written, the API's `reason` and its message as `detail` (tracing
+/// keeps `message` for the line's own words); not kube's error text, which
+/// repeats the message inside a debug dump of the Status.
+fn log_failure(throttle: &Throttle, node: &str, what: &str, error: &kube::Error) {
+    let Some(suppressed) = throttle.admit() else {
+        return;
+    };
+    let (reason, message) = resize::api_reason(error);
+    tracing::warn!(
+        node,
+        write = what,
+        reason = reason.as_str(),
+        detail = message.as_str(),
+        suppressed,
+        "balloon write failed"
+    );
+}
+
 /// Carries one node's plan out: the resize, then the state annotations and
 /// an Event when they change.
 async fn act(
     client: &Client,
     recorder: &Recorder,
     metrics: &BalloonMetrics,
+    failures: &Throttle,
     plan: &NodePlan,
     written: Written,
 ) {
@@ -218,7 +253,17 @@ async fn act(
                     ResizeError::Api { .. } => "Error",
                 };
                 metrics.result(outcome);
-                tracing::warn!(node = %plan.node, %error, "balloon resize failed");
+                if let Some(suppressed) = failures.admit() {
+                    let (reason, message) = error.reason();
+                    tracing::warn!(
+                        node = %plan.node,
+                        pod = error.pod(),
+                        reason = reason.as_str(),
+                        detail = message.as_str(),
+                        suppressed,
+                        "balloon resize failed"
+                    );
+                }
                 if outcome != "Infeasible" {
                     return;
                 }
@@ -245,7 +290,7 @@ async fn act(
         .patch(&plan.node, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
-        tracing::warn!(node = %plan.node, %error, "balloon state not written on the Node");
+        log_failure(failures, &plan.node, "state annotations", &error);
     }
     let (event, type_) = match state {
         State::Refused => ("BalloonUpsizeRefused", EventType::Warning),
@@ -270,6 +315,57 @@ async fn act(
         secondary: None,
     };
     if let Err(error) = recorder.publish(&event, &reference).await {
-        tracing::warn!(%error, node = %plan.node, "event not written");
+        log_failure(failures, &plan.node, "event", &error);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    /// What the lines logged while `run` runs say.
+    fn logged(run: impl FnOnce()) -> String {
+        #[derive(Clone, Default)]
+        struct Lines(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Lines {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().expect("unpoisoned").extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .without_time()
+            .with_writer(move || writer.clone())
+            .finish();
+        tracing::subscriber::with_default(subscriber, run);
+        let bytes = lines.0.lock().expect("unpoisoned").clone();
+        String::from_utf8(bytes).expect("utf-8")
+    }
+
+    #[test]
+    fn an_api_failure_is_logged_once_as_its_reason_and_message_and_then_held_back() {
+        let status = kube::core::Status {
+            code: 404,
+            reason: "NotFound".to_owned(),
+            message: "nodes \"node-a\" not found".to_owned(),
+            ..kube::core::Status::default()
+        };
+        let error = kube::Error::Api(Box::new(status));
+        let throttle = failure_log();
+        let text = logged(|| {
+            for _ in 0..12 {
+                log_failure(&throttle, "node-a", "state annotations", &error);
+            }
+        });
+        let line = r#" WARN nodescope::balloon::cluster: balloon write failed node="node-a" write="state annotations" reason="NotFound" detail="nodes \"node-a\" not found" suppressed=0"#;
+        let expected = format!("{line}\n").repeat(10);
+        assert_eq!(text, expected);
     }
 }

@@ -13,6 +13,7 @@ pub mod dry_run;
 pub mod features;
 pub mod flags;
 pub mod kubectl;
+pub mod out;
 pub mod recommend;
 pub mod running;
 mod serve;
@@ -91,6 +92,28 @@ pub enum LogFormat {
     Text,
     /// One JSON object per event for log collectors.
     Json,
+}
+
+impl Cli {
+    /// The command line, or exit 2 with clap's message; a bad value that
+    /// came from an environment variable is blamed on the variable.
+    #[must_use]
+    pub fn parse_or_exit() -> Self {
+        let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        match <Self as Parser>::try_parse_from(&args) {
+            Ok(cli) => cli,
+            Err(error) => {
+                let command = <Self as clap::CommandFactory>::command();
+                if let Some(message) =
+                    flags::environment::blame_environment(&error, &command, &args)
+                {
+                    eprint!("{message}");
+                    std::process::exit(2);
+                }
+                error.exit()
+            }
+        }
+    }
 }
 
 /// Installs the global tracing subscriber; call once, at start.

@@ -40,7 +40,7 @@ pub fn spawn(client: &Client, config: &ReporterConfig) -> Vec<JoinHandle<()>> {
     tracing::info!(
         component = %config.component,
         instance = %config.instance,
-        features = ?config.features,
+        features = %feature_words(&config.features),
         heartbeat_seconds = config.heartbeat.as_secs(),
         expiry_seconds = config.expiry.as_secs(),
         "reporting in the Features' status.uses"
@@ -60,6 +60,16 @@ pub fn spawn(client: &Client, config: &ReporterConfig) -> Vec<JoinHandle<()>> {
             tokio::spawn(one.run())
         })
         .collect()
+}
+
+/// `kube-system/vpa-node-scope, team/fancy`: the Features as a person
+/// names them.
+fn feature_words(features: &[(String, String)]) -> String {
+    features
+        .iter()
+        .map(|(namespace, name)| format!("{namespace}/{name}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 struct One {
@@ -186,6 +196,18 @@ pub fn parse_feature(text: &str) -> Result<(String, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_log_names_features_as_namespace_slash_name() {
+        let features = [
+            ("kube-system".to_owned(), "vpa-node-scope".to_owned()),
+            ("team".to_owned(), "fancy".to_owned()),
+        ];
+        assert_eq!(
+            feature_words(&features),
+            "kube-system/vpa-node-scope, team/fancy"
+        );
+    }
 
     #[test]
     fn features_are_named_with_or_without_their_namespace() {

@@ -4,9 +4,11 @@
 //! object at a time into what each controller keeps ([`cluster`]).
 
 pub mod cluster;
+mod documents;
 pub mod objects;
 pub mod parse;
 pub mod sources;
+mod unique;
 mod yaml_list;
 
 pub use parse::{

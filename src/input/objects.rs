@@ -2,7 +2,7 @@
 //! or a list item at a time and handed on at once, so that a large dump is
 //! never held whole as JSON values. The same object given twice is refused.
 
-use super::parse::{parse, InputError, Location};
+use super::parse::{parse, parse_in_pieces, InputError, Location, SourceDocument};
 use crate::manifest::{self, ListHead};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +11,7 @@ use std::path::Path;
 
 /// What makes two documents the same object: the cluster would keep one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct Key {
+pub(super) struct Key {
     group: Box<str>,
     kind: Box<str>,
     namespace: Box<str>,
@@ -20,7 +20,7 @@ struct Key {
 
 impl Key {
     /// `None` for what has no name yet (`generateName`) or is no object.
-    fn of(value: &Value) -> Option<Key> {
+    pub(super) fn of(value: &Value) -> Option<Key> {
         let text = |pointer: &str| value.pointer(pointer).and_then(Value::as_str);
         let name = text("/metadata/name").filter(|n| !n.is_empty())?;
         let api_version = text("/apiVersion").unwrap_or_default();
@@ -35,7 +35,7 @@ impl Key {
         })
     }
 
-    fn words(&self) -> String {
+    pub(super) fn words(&self) -> String {
         if self.namespace.is_empty() {
             format!("{} {}", self.kind, self.name)
         } else {
@@ -65,7 +65,7 @@ impl Kinds {
         self.0.get(kind).copied().unwrap_or(0)
     }
 
-    /// `holds no objects` or `holds only 2 ConfigMap, 1 Secret`.
+    /// `holds no objects` or `holds only 2 ConfigMaps, 1 Secret`.
     #[must_use]
     pub fn found(&self) -> String {
         if self.0.is_empty() {
@@ -74,7 +74,13 @@ impl Kinds {
         let kinds: Vec<String> = self
             .0
             .iter()
-            .map(|(kind, n)| format!("{n} {kind}"))
+            .map(|(kind, n)| {
+                format!(
+                    "{} {}",
+                    crate::messages::thousands(*n),
+                    crate::messages::plural(kind, *n)
+                )
+            })
             .collect();
         format!("holds only {}", kinds.join(", "))
     }
@@ -132,7 +138,7 @@ fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
 }
 
 /// One object read, waiting for its file to be read right.
-type Staged<T> = (Option<Key>, Location, String, T);
+type Staged<T> = (Option<Key>, Location, Result<String, String>, T);
 
 /// Stages item `item` of a List read from `source`, converted where it
 /// stands, to be recorded only if the whole List reads right.
@@ -310,9 +316,13 @@ impl Reader {
 
     /// The error of a YAML file as the whole-file parse words it.
     fn syntax(&self, file: &Path, name: &str, error: &serde_saphyr::Error) -> InputError {
-        let whole = std::fs::read_to_string(file)
-            .ok()
-            .and_then(|text| parse(name, &text).err());
+        let whole = match std::fs::read_to_string(file) {
+            Ok(text) => parse(name, &text).err(),
+            Err(e) => Some(InputError::File {
+                path: name.to_owned(),
+                message: super::sources::reason(&e),
+            }),
+        };
         whole.unwrap_or_else(|| InputError::File {
             path: name.to_owned(),
             message: format!("not valid YAML: {error}"),
@@ -332,13 +342,17 @@ impl Reader {
             path: name.clone(),
             message: super::sources::reason(&e),
         })?;
-        for document in parse(&name, &text)? {
-            let kind = kind_of(&document.value);
-            let key = Key::of(&document.value);
-            self.record(index, key, &document.location, kind)?;
-            keep(convert(document.value, &document.location))?;
-        }
-        Ok(())
+        // A batch of documents at a time: a large file (a stream of JSON
+        // objects, many YAML documents) is never all values at once.
+        parse_in_pieces(&name, &text, |documents: Vec<SourceDocument>| {
+            for document in documents {
+                let kind = kind_of(&document.value);
+                let key = Key::of(&document.value);
+                self.record(index, key, &document.location, kind)?;
+                keep(convert(document.value, &document.location))?;
+            }
+            Ok::<(), E>(())
+        })
     }
 
     /// One document: its objects, a list's items each.
@@ -380,8 +394,9 @@ impl Reader {
         file: usize,
         key: Option<Key>,
         location: &Location,
-        kind: String,
+        kind: Result<String, String>,
     ) -> Result<(), InputError> {
+        let kind = kind.map_err(|why| InputError::document(location, why))?;
         *self.kinds.0.entry(kind).or_default() += 1;
         let Some(key) = key else { return Ok(()) };
         let here = Seen {
@@ -404,40 +419,8 @@ impl Reader {
     }
 }
 
-/// The objects read so far by name, for inputs read as documents (`-f`,
-/// `--params`): the same object twice is refused, naming both documents.
-#[derive(Debug, Default)]
-pub struct Unique {
-    seen: HashMap<Key, Location>,
-}
-
-impl Unique {
-    /// Refuses `value` when an object of its group, kind, namespace and
-    /// name was read before.
-    ///
-    /// # Errors
-    /// The second document, naming the first.
-    pub fn check(&mut self, value: &Value, location: &Location) -> Result<(), InputError> {
-        let Some(key) = Key::of(value) else {
-            return Ok(());
-        };
-        if let Some(first) = self.seen.get(&key) {
-            return Err(twice(&key, location, first));
-        }
-        self.seen.insert(key, location.clone());
-        Ok(())
-    }
-}
-
-fn twice(key: &Key, location: &Location, first: &Location) -> InputError {
-    InputError::document(
-        location,
-        format!(
-            "{} is given twice, first at {first}; a cluster holds one object of a name",
-            key.words()
-        ),
-    )
-}
+use super::unique::twice;
+pub use super::unique::Unique;
 
 /// Manifests are the user's own files (a dump of a whole cluster): no cap
 /// on documents, nodes or bytes; the depth limit that protects the stack
@@ -455,11 +438,15 @@ fn yaml_options() -> serde_saphyr::Options {
     }
 }
 
-/// The kind, for counting; what has none is counted as such.
-fn kind_of(value: &Value) -> String {
+/// The kind, for counting; what is no object, or has no kind, is refused
+/// in the words `-f` uses: a cluster holds neither.
+fn kind_of(value: &Value) -> Result<String, String> {
+    if !value.is_object() {
+        return Err("not an object (a mapping with apiVersion, kind and metadata)".to_owned());
+    }
     match value.get("kind").and_then(Value::as_str) {
-        Some(kind) if !kind.is_empty() => kind.to_owned(),
-        _ => "<no kind>".to_owned(),
+        Some(kind) if !kind.is_empty() => Ok(kind.to_owned()),
+        _ => Err("no `kind`".to_owned()),
     }
 }
 

@@ -76,7 +76,7 @@ fn kubectls_list_and_the_apis_typed_lists_give_their_items_each_with_its_kind() 
     assert_eq!(kinds.count("Pod"), 4);
     assert_eq!(
         kinds.found(),
-        "holds only 1 ConfigMap, 1 DaemonSet, 1 Namespace, 1 Node, 4 Pod"
+        "holds only 1 ConfigMap, 1 DaemonSet, 1 Namespace, 1 Node, 4 Pods"
     );
 }
 

@@ -3,6 +3,7 @@
 //! AdmissionReviews. Every document keeps where it came from (file,
 //! document number, line) so every complaint can point at it.
 
+use super::documents::{json_values, push_document};
 use crate::json::str_at;
 use serde_json::Value;
 use std::fmt;
@@ -114,7 +115,31 @@ pub fn parse_in_pieces<E: From<InputError>>(
     mut each: impl FnMut(Vec<SourceDocument>) -> Result<(), E>,
 ) -> Result<(), E> {
     let trimmed = text.trim_start();
-    if text.len() <= PIECE_BYTES || trimmed.starts_with('{') || trimmed.starts_with('[') {
+    if trimmed.starts_with('{') || trimmed.starts_with('[') {
+        // A stream of JSON documents (`jq -c` prints one per line) is
+        // handed on a batch at a time, never held whole as values.
+        let mut batch = Vec::new();
+        let mut number = 0;
+        let mut bytes = 0;
+        json_values(source, text, |line, value, size| {
+            number += 1;
+            bytes += size;
+            let location = Location {
+                source: source.to_owned(),
+                document: Some(number),
+                item: None,
+                line: Some(line),
+            };
+            push_document(&mut batch, location, value).map_err(E::from)?;
+            if bytes >= PIECE_BYTES {
+                bytes = 0;
+                each(std::mem::take(&mut batch))?;
+            }
+            Ok::<(), E>(())
+        })?;
+        return each(batch);
+    }
+    if text.len() <= PIECE_BYTES {
         return each(parse(source, text)?);
     }
     let (mut start, mut documents, mut lines) = (0, 0, 0);
@@ -148,16 +173,12 @@ fn parse_numbered(
     let trimmed = text.trim_start();
     let documents: Vec<(Option<u64>, Value)> =
         if trimmed.starts_with('{') || trimmed.starts_with('[') {
-            let value: Value = serde_json::from_str(text).map_err(|e| InputError::File {
-                path: source.to_owned(),
-                message: format!("not valid JSON: {e}"),
+            let mut values = Vec::new();
+            json_values(source, text, |line, value, _| {
+                values.push((Some(line), value));
+                Ok::<(), InputError>(())
             })?;
-            let line = text.len() - trimmed.len();
-            let line = text[..line].matches('\n').count() as u64 + 1;
-            match value {
-                Value::Array(items) => vec![(Some(line), Value::Object(list_of(items)))],
-                other => vec![(Some(line), other)],
-            }
+            values
         } else {
             parse_yaml(source, text)?
         };
@@ -175,29 +196,7 @@ fn parse_numbered(
             item: None,
             line: line.map(|line| line + line_offset),
         };
-        match value {
-            Value::Object(map) if crate::manifest::is_list(&map) => {
-                let Some(items) = crate::manifest::list_items(map) else {
-                    return Err(InputError::document(
-                        &location,
-                        "a List's `items` must be a list",
-                    ));
-                };
-                out.extend(
-                    items
-                        .into_iter()
-                        .enumerate()
-                        .map(|(i, value)| SourceDocument {
-                            location: Location {
-                                item: Some(i + 1),
-                                ..location.clone()
-                            },
-                            value,
-                        }),
-                );
-            }
-            value => out.push(SourceDocument { location, value }),
-        }
+        push_document(&mut out, location, value)?;
     }
     Ok((out, count))
 }
@@ -301,13 +300,6 @@ fn next_marker(text: &str, from: usize) -> Option<usize> {
         }
     }
     None
-}
-
-fn list_of(items: Vec<Value>) -> serde_json::Map<String, Value> {
-    let mut map = serde_json::Map::new();
-    map.insert("kind".to_owned(), Value::from("List"));
-    map.insert("items".to_owned(), Value::Array(items));
-    map
 }
 
 /// Checks that a document is a Kubernetes object the CLI can build a

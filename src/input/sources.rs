@@ -167,7 +167,8 @@ impl Inputs {
         let meta = std::fs::metadata(path).map_err(|e| usage(&reason(&e)))?;
         let mut found = Vec::new();
         if meta.is_dir() {
-            walk(path, &|p| self.excluded(p), &mut found)?;
+            let mut visited = crate::manifest::Visited::default();
+            walk(path, &|p| self.excluded(p), &mut found, &mut visited)?;
             if found.is_empty() {
                 return Err(
                     usage("holds no .yaml, .yml or .json file and no kustomization").into(),
@@ -251,12 +252,18 @@ fn kustomization_file(dir: &Path) -> Option<PathBuf> {
 /// skipped (Kubernetes Secret and ConfigMap volumes keep old generations in
 /// them); a directory with a kustomization is rendered whole, as
 /// `kubectl apply -k` would, not read file by file (its kustomization file
-/// is not a Kubernetes object, and its resources may be patched).
+/// is not a Kubernetes object, and its resources may be patched). What
+/// was reached before, by a link back up the tree or a second link to one
+/// file, is read once ([`crate::manifest::Visited`]).
 fn walk(
     dir: &Path,
     excluded: &dyn Fn(&Path) -> bool,
     found: &mut Vec<Found>,
+    visited: &mut crate::manifest::Visited,
 ) -> Result<(), InputError> {
+    if std::fs::metadata(dir).is_ok_and(|meta| !visited.first(&meta)) {
+        return Ok(());
+    }
     if let Some(file) = kustomization_file(dir) {
         found.push(Found::Kustomization(dir.to_owned(), file));
         return Ok(());
@@ -272,12 +279,15 @@ fn walk(
             continue;
         }
         if entry.is_dir() {
-            walk(&entry, excluded, found)?;
+            walk(&entry, excluded, found, visited)?;
         } else if entry
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| matches!(e, "yaml" | "yml" | "json"))
         {
+            if std::fs::metadata(&entry).is_ok_and(|meta| !visited.first(&meta)) {
+                continue;
+            }
             found.push(Found::File(entry));
         }
     }
@@ -369,6 +379,12 @@ pub fn manifest_error(error: crate::manifest::ManifestError) -> InputError {
 /// directory`, without the `(os error 2)` that only repeats it.
 #[must_use]
 pub fn reason(error: &std::io::Error) -> String {
+    // What `read_to_string` says of a binary file.
+    if error.kind() == std::io::ErrorKind::InvalidData
+        && error.to_string() == "stream did not contain valid UTF-8"
+    {
+        return "not valid UTF-8".to_owned();
+    }
     let text = error.to_string();
     let text = match text.rfind(" (os error ") {
         Some(at) if text.ends_with(')') => &text[..at],

@@ -146,13 +146,60 @@ pub enum ResizeError {
         message: String,
     },
     /// Anything else (RBAC, a policy, the network).
-    #[error("resize of pod {pod} failed: {source}")]
+    #[error("resize of pod {pod} failed: {}", api_words(source))]
     Api {
         /// `namespace/name`.
         pod: String,
         /// The client error.
         source: kube::Error,
     },
+}
+
+/// The apiserver's reason and message of a client error, once each
+/// (`kube::Error`'s own text repeats the message inside a debug dump of
+/// the whole Status); the reason is empty when no Status came back.
+#[must_use]
+pub fn api_reason(error: &kube::Error) -> (String, String) {
+    match error {
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                status.code.to_string()
+            } else {
+                status.reason.clone()
+            };
+            (reason, status.message.clone())
+        }
+        other => (String::new(), other.to_string()),
+    }
+}
+
+/// [`api_reason`] as one phrase: `NotFound: pods "x" not found`.
+#[must_use]
+pub fn api_words(error: &kube::Error) -> String {
+    match api_reason(error) {
+        (reason, message) if reason.is_empty() => message,
+        (reason, message) => format!("{reason}: {message}"),
+    }
+}
+
+impl ResizeError {
+    /// The reason and the apiserver's message, for a log line's fields.
+    #[must_use]
+    pub fn reason(&self) -> (String, String) {
+        match self {
+            Self::Infeasible { message, .. } => ("Infeasible".to_owned(), message.clone()),
+            Self::Stale { message, .. } => ("Stale".to_owned(), message.clone()),
+            Self::Api { source, .. } => api_reason(source),
+        }
+    }
+
+    /// The pod, `namespace/name`.
+    #[must_use]
+    pub fn pod(&self) -> &str {
+        match self {
+            Self::Infeasible { pod, .. } | Self::Stale { pod, .. } | Self::Api { pod, .. } => pod,
+        }
+    }
 }
 
 /// PATCHes `pods/resize` of `namespace/name` with `patch`.

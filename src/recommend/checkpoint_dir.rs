@@ -94,7 +94,9 @@ pub enum DirError {
          another --checkpoints directory"
     )]
     NotOurs { path: String, recommender: String },
-    #[error("{path}: {source}")]
+    #[error("--checkpoints {dir}: is a file, not a directory")]
+    NotADirectory { dir: String },
+    #[error("{path}: {}", crate::input::sources::reason(source))]
     Io {
         path: String,
         #[source]
@@ -128,8 +130,14 @@ impl CheckpointDir {
     /// The directory itself cannot be listed.
     pub fn read(dir: &Path, recommender: &str) -> Result<Self, DirError> {
         let mut read = CheckpointDir::default();
-        if !dir.exists() {
-            return Ok(read);
+        match std::fs::metadata(dir) {
+            Err(_) => return Ok(read),
+            Ok(meta) if !meta.is_dir() => {
+                return Err(DirError::NotADirectory {
+                    dir: dir.display().to_string(),
+                })
+            }
+            Ok(_) => {}
         }
         let files = manifest::collect_files(dir, &[]).map_err(|e| DirError::Io {
             path: dir.display().to_string(),
@@ -268,7 +276,7 @@ pub fn replace(
         .collect();
     if let Some((path, _)) = named
         .iter()
-        .find(|(path, _)| path.exists() && !ours.contains(path.as_path()))
+        .find(|(path, _)| std::fs::symlink_metadata(path).is_ok() && !ours.contains(path.as_path()))
     {
         return Err(DirError::NotOurs {
             path: path.display().to_string(),
@@ -278,14 +286,9 @@ pub fn replace(
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let mut written = HashSet::new();
     for (path, object) in &named {
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp"));
         let text = serde_json::to_string(object).unwrap_or_default();
-        std::fs::write(&tmp, text).map_err(|e| io(&tmp, e))?;
-        std::fs::rename(&tmp, path).map_err(|e| io(path, e))?;
+        crate::files::replace(path, text.as_bytes(), crate::files::Mode::Public)
+            .map_err(|e| io(path, e))?;
         written.insert(path.clone());
     }
     for stale in before.ours.iter().filter(|p| !written.contains(*p)) {

@@ -21,10 +21,37 @@ pub enum KeyType {
 /// The files `write_to` writes, in the order it writes them.
 pub const FILES: [&str; 3] = ["ca.crt", "tls.crt", "tls.key"];
 
-/// The first of [`FILES`] that already exists in `dir`.
+/// The first of [`FILES`] that already exists in `dir`, a link (even one
+/// that leads nowhere) included.
 #[must_use]
 pub fn existing_file(dir: &Path) -> Option<std::path::PathBuf> {
-    FILES.iter().map(|f| dir.join(f)).find(|p| p.exists())
+    FILES
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| std::fs::symlink_metadata(p).is_ok())
+}
+
+/// Why nothing may be written into `dir`, checked before anything is: it
+/// is a file, or one of [`FILES`] in it is a symbolic link (which would
+/// carry the key to wherever it points).
+///
+/// # Errors
+/// As said.
+pub fn check_out_dir(dir: &Path) -> Result<(), TlsError> {
+    if std::fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(TlsError::NotADirectory {
+            dir: dir.to_owned(),
+        });
+    }
+    if let Some(path) = FILES
+        .iter()
+        .map(|f| dir.join(f))
+        .find(|p| crate::files::is_link(p))
+    {
+        let target = std::fs::read_link(&path).unwrap_or_default();
+        return Err(TlsError::Link { path, target });
+    }
+    Ok(())
 }
 
 /// What to certify.
@@ -55,7 +82,11 @@ impl GeneratedCerts {
     ///
     /// Unless `replace`, a file already there is an error and nothing is
     /// written: replacing a CA that webhook configurations trust breaks
-    /// every call until each `caBundle` is updated.
+    /// every call until each `caBundle` is updated. A symbolic link in
+    /// place of a file is refused even with `replace`, before anything is
+    /// written: its target is someone else's file, and a private key must
+    /// not land there. Each file is written new or renamed into place
+    /// ([`crate::files`]), so no link is ever followed.
     pub fn write_to(&self, dir: &Path, replace: bool) -> Result<(), TlsError> {
         let [ca, crt, key] = FILES.map(|f| dir.join(f));
         let files = [
@@ -68,6 +99,7 @@ impl GeneratedCerts {
                 return Err(TlsError::Exists { path });
             }
         }
+        check_out_dir(dir)?;
         std::fs::create_dir_all(dir).map_err(|cause| TlsError::Write {
             path: dir.to_owned(),
             cause,
@@ -88,32 +120,21 @@ impl GeneratedCerts {
     }
 }
 
-/// Writes `bytes` to `path`; `private` files get mode 0600 whatever mode an
-/// existing file had. Without `replace` the file must not exist yet, which
-/// also closes the gap between the existence check and the write.
+/// Writes `bytes` to `path`; `private` files get mode 0600. Without
+/// `replace` the file must not exist yet, which also closes the gap
+/// between the existence check and the write; with it, the new file is
+/// renamed over the old.
 fn write_file(path: &Path, bytes: &[u8], private: bool, replace: bool) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true);
-    if replace {
-        options.create(true).truncate(true);
+    let mode = if private {
+        crate::files::Mode::Private
     } else {
-        options.create_new(true);
+        crate::files::Mode::Public
+    };
+    if replace {
+        crate::files::replace(path, bytes, mode)
+    } else {
+        crate::files::write_new(path, bytes, mode)
     }
-    #[cfg(unix)]
-    if private {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path)?;
-    #[cfg(unix)]
-    if private {
-        use std::os::unix::fs::PermissionsExt;
-        file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
-    }
-    #[cfg(not(unix))]
-    let _ = private;
-    file.write_all(bytes)
 }
 
 fn gen_err(e: impl std::fmt::Display) -> TlsError {

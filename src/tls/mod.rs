@@ -8,8 +8,8 @@ mod certs;
 mod reload;
 
 pub use certs::{
-    days_problem, existing_file, generate, host_problem, CertRequest, GeneratedCerts, KeyType,
-    MAX_DAYS,
+    check_out_dir, days_problem, existing_file, generate, host_problem, CertRequest,
+    GeneratedCerts, KeyType, MAX_DAYS,
 };
 pub use reload::{watch_pair, ReloadingResolver};
 
@@ -50,11 +50,19 @@ pub enum TlsError {
     Config(rustls::Error),
     #[error("certificate generation: {0}")]
     Generate(String),
-    #[error("cannot write {path}: {cause}")]
+    #[error("cannot write {}: {}", path.display(), crate::input::sources::reason(cause))]
     Write {
         path: PathBuf,
         cause: std::io::Error,
     },
+    #[error("--out {}: is a file, not a directory", dir.display())]
+    NotADirectory { dir: PathBuf },
+    #[error(
+        "{} is a symbolic link (to {}); nodescope does not write through links: remove it, or choose another --out",
+        path.display(),
+        target.display()
+    )]
+    Link { path: PathBuf, target: PathBuf },
     #[error("{path} already exists; pass --force to replace ca.crt, tls.crt and tls.key")]
     Exists { path: PathBuf },
     #[error("--host {host:?} is neither a DNS name nor an IP address: {reason}")]

@@ -88,7 +88,7 @@ fn update_plan_and_balloon_status_on_nothing_exit_2_naming_the_store_and_the_kin
     for (path, found) in [
         (&empty, "holds no objects"),
         (&blank, "holds no objects"),
-        (&others, "holds only 2 ConfigMap, 1 Secret"),
+        (&others, "holds only 2 ConfigMaps, 1 Secret"),
     ] {
         let store = format!("file:{}", path.display());
         fails_with(

@@ -8,6 +8,7 @@
 mod bad_input;
 mod balloon;
 mod exclude;
+mod fail_closed;
 mod fake_api;
 mod features;
 mod inputs;

@@ -157,9 +157,10 @@ fn go_durations_are_taken_as_upstreams_flags_take_them() {
 #[test]
 fn numeric_and_duration_flags_outside_their_range_are_refused_before_connecting() {
     let cases: &[(&[&str], &str, &str, &str)] = &[
-        (&["update"], "--pod-update-threshold", "-1", "expected a finite number > 0, not \"-1\""),
-        (&["update"], "--pod-update-threshold", "0", "expected a finite number > 0, not \"0\""),
-        (&["update"], "--pod-update-threshold", "NaN", "expected a finite number > 0, not \"NaN\""),
+        (&["update"], "--pod-update-threshold", "-1", "expected a fraction in (0, 1], not \"-1\""),
+        (&["update"], "--pod-update-threshold", "0", "expected a fraction in (0, 1], not \"0\""),
+        (&["update"], "--pod-update-threshold", "NaN", "expected a fraction in (0, 1], not \"NaN\""),
+        (&["update"], "--pod-update-threshold", "1e308", "expected a fraction in (0, 1], not \"1e308\""),
         (&["update"], "--eviction-tolerance", "-1", "expected a fraction in (0, 1], not \"-1\""),
         (&["update"], "--eviction-tolerance", "NaN", "expected a fraction in (0, 1], not \"NaN\""),
         (&["update"], "--eviction-tolerance", "1.5", "expected a fraction in (0, 1], not \"1.5\""),

@@ -158,8 +158,8 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
         let node = serde_json::to_value(&node).map_err(|e| format!("Node {}: {e}", args.node))?;
         let patch = checked_set_patch(args, &node)?;
         if args.dry_run == DryRun::Client {
-            println!("{}", pretty(&patch));
-            println!("node/{} usable size set (dry run)", args.node);
+            say(&pretty(&patch))?;
+            say(&format!("node/{} usable size set (dry run)", args.node))?;
             return Ok(ExitCode::SUCCESS);
         }
         match nodes
@@ -181,11 +181,14 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
         .into_iter()
         .filter_map(|key| Some((key.to_owned(), annotations.get(key)?.clone().into())))
         .collect();
-        println!("{}", pretty(&Value::Object(size)));
-        println!("node/{} usable size set (server dry run)", args.node);
+        say(&pretty(&Value::Object(size)))?;
+        say(&format!(
+            "node/{} usable size set (server dry run)",
+            args.node
+        ))?;
         return Ok(ExitCode::SUCCESS);
     }
-    println!("node/{} usable size set", args.node);
+    say(&format!("node/{} usable size set", args.node))?;
     if !args.wait {
         return Ok(ExitCode::SUCCESS);
     }
@@ -207,7 +210,7 @@ pub async fn run_set(args: &SetArgs) -> Result<ExitCode, String> {
                     | State::NoBalloon
             );
             if done {
-                println!("{}: {}", p.state.as_str(), p.reason);
+                say(&format!("{}: {}", p.state.as_str(), p.reason))?;
                 return Ok(if p.state == State::Settled {
                     ExitCode::SUCCESS
                 } else {
@@ -251,6 +254,17 @@ fn go_duration(d: Duration) -> String {
         (0, m) => format!("{m}m{seconds}"),
         (h, m) => format!("{h}h{m}m{seconds}"),
     }
+}
+
+/// One line on standard output ([`crate::cli::out`]).
+fn say(line: &str) -> Result<(), String> {
+    use std::io::Write;
+    writeln!(crate::cli::out::stdout(), "{line}").map_err(|e| {
+        format!(
+            "cannot write the output: {}",
+            crate::input::sources::reason(&e)
+        )
+    })
 }
 
 fn pretty(value: &Value) -> String {

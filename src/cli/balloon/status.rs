@@ -123,13 +123,12 @@ impl StatusArgs {
 /// # Errors
 /// Unreadable input, naming the file or object.
 pub fn run_status_offline(args: &StatusArgs, out: &mut impl Write) -> Result<ExitCode, String> {
-    let path = args.store.trim_start_matches("file:");
-    let (mut nodes, pods) = crate::input::cluster::balloon_state(
-        std::path::Path::new(path),
-        &format!("--store {}", args.store),
-        &|node| args.selector.as_ref().is_none_or(|s| s.matches(node)),
-    )
-    .map_err(|e| e.to_string())?;
+    let path = crate::cli::flags::store_file(&args.store)?;
+    let (mut nodes, pods) =
+        crate::input::cluster::balloon_state(path, &format!("--store {}", args.store), &|node| {
+            args.selector.as_ref().is_none_or(|s| s.matches(node))
+        })
+        .map_err(|e| e.to_string())?;
     let mut missing = Vec::new();
     if !args.nodes.is_empty() {
         nodes.retain(|n| args.nodes.contains(&n.name));
@@ -259,5 +258,5 @@ pub async fn run_status_cluster(args: &StatusArgs) -> Result<ExitCode, String> {
         .await
         .map_err(|e| e.to_string())?;
     let plans = plan_objects(&objects, &args.config())?;
-    finish(args, &plans, &missing, &mut std::io::stdout().lock())
+    finish(args, &plans, &missing, &mut crate::cli::out::stdout())
 }

@@ -164,8 +164,7 @@ pub fn run_dry_run(args: &DryRunArgs) -> Result<ExitCode, RunError> {
     run.add(kustomized)?;
     run.flush()?;
     let spool = run.spool;
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut out = std::io::BufWriter::new(crate::cli::out::stdout());
     let summary = spool
         .finish(&mut out)
         .and_then(|summary| {

@@ -471,8 +471,7 @@ fn run_uses(args: &UsesArgs) -> Result<ExitCode, RunError> {
 }
 
 pub(crate) fn write_out(text: &str) -> Result<(), RunError> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::cli::out::stdout();
     out.write_all(text.as_bytes())
         .and_then(|()| out.flush())
         .map_err(|e| {

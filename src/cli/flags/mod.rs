@@ -10,6 +10,7 @@
 //! ([`missing_node`]), and the webhook's gates and boost cap, which
 //! `serve` and `dry-run` share ([`mutation`]).
 
+pub mod environment;
 pub mod feature_gates;
 pub mod missing_node;
 pub mod mutation;
@@ -169,6 +170,17 @@ pub fn lease_duration(text: &str) -> Result<Duration, String> {
     Ok(d)
 }
 
+/// The path of `--store file:PATH`; `file:` alone names nothing.
+///
+/// # Errors
+/// `file:` without a path.
+pub fn store_file(value: &str) -> Result<&std::path::Path, String> {
+    match value.strip_prefix("file:").unwrap_or(value) {
+        "" => Err("--store file: needs a path, as in file:./dir".to_owned()),
+        path => Ok(std::path::Path::new(path)),
+    }
+}
+
 fn number<T: std::str::FromStr>(
     text: &str,
     expected: &str,
@@ -200,7 +212,7 @@ pub fn percentile(text: &str) -> Result<f64, String> {
     })
 }
 
-/// A finite number above 0 (`--pod-update-threshold`).
+/// A finite number above 0.
 ///
 /// # Errors
 /// Zero, a negative number, NaN, an infinity, or not a number.

@@ -34,7 +34,8 @@ pub fn recommend_data() -> Result<tempfile::TempDir, String> {
             std::fs::create_dir_all(parent)
                 .map_err(|e| format!("cannot write {}: {e}", parent.display()))?;
         }
-        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        crate::files::write_new(&path, text.as_bytes(), crate::files::Mode::Public)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(dir)
 }

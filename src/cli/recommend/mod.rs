@@ -78,14 +78,10 @@ fn file_source<'a>(flag: &str, value: &'a str) -> Result<Option<&'a Path>, Strin
         Some(path) => Ok(Some(Path::new(path))),
         None if value == "kube" => Ok(None),
         None if value == "none" && flag == "checkpoints" => Ok(None),
-        None => Err(format!(
-            "--{flag} {value:?}: expected kube or file:PATH{}",
-            if flag == "checkpoints" {
-                " or none"
-            } else {
-                ""
-            }
+        None if flag == "checkpoints" => Err(format!(
+            "--checkpoints {value:?}: expected kube, upstream, file:DIR, upstream:DIR or none"
         )),
+        None => Err(format!("--{flag} {value:?}: expected kube or file:PATH")),
     }
 }
 

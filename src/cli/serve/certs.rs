@@ -2,7 +2,7 @@
 //! the pair `serve --tls-cert --tls-key` then serves with (the self-signed
 //! overlay's, through scripts/self-signed.sh), without a cert-manager.
 
-use crate::tls::{days_problem, existing_file, generate, CertRequest, TlsError};
+use crate::tls::{check_out_dir, days_problem, existing_file, generate, CertRequest, TlsError};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -47,6 +47,7 @@ pub fn run_certs(args: &CertsArgs) -> Result<String, TlsError> {
             return Err(TlsError::Exists { path });
         }
     }
+    check_out_dir(&args.out)?;
     let certs = generate(&CertRequest {
         hosts: args.hosts.clone(),
         key_type: args.key_type,

@@ -82,7 +82,8 @@ impl Demo {
                 [MUTATE_REVIEW, VALIDATE_REVIEW].map(|(name, text)| (dir.path().join(name), text)),
             );
         for (path, text) in files {
-            std::fs::write(&path, text).map_err(|cause| DemoError::Write { path, cause })?;
+            crate::files::write_new(&path, text.as_bytes(), crate::files::Mode::Public)
+                .map_err(|cause| DemoError::Write { path, cause })?;
         }
         Ok(Self { dir })
     }

@@ -447,7 +447,11 @@ pub async fn run_serve(mut args: ServeArgs) -> Result<(), ServeError> {
     });
     tracing::info!(%addr, "listening");
     if let Some(demo) = &demo {
-        print!("{}", demo.banner(addr));
+        use std::io::Write;
+        let mut out = crate::cli::out::stdout();
+        let _ = out
+            .write_all(demo.banner(addr).as_bytes())
+            .and_then(|()| out.flush());
     }
     server::serve_tls(
         listener,

@@ -87,8 +87,7 @@ pub fn run_test(args: &TestArgs) -> Result<ExitCode, RunError> {
         ))
         .into());
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = crate::cli::out::stdout();
     match args.output {
         TestFormat::Text => report::text(&mut out, &results),
         TestFormat::Junit => report::junit(&mut out, &results),

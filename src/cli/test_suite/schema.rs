@@ -120,7 +120,9 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Suite, InputError> {
         })
     })
     .map_err(|e| {
-        let message = plain(&e.render_with_formatter(&serde_saphyr::UserMessageFormatter));
+        let message = crate::messages::budget_words(&e).unwrap_or_else(|| {
+            plain(&e.render_with_formatter(&serde_saphyr::UserMessageFormatter))
+        });
         fail(crate::messages::at_field(&path, &message))
     })
 }

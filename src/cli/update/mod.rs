@@ -72,8 +72,8 @@ pub struct UpdateArgs {
     #[arg(long)]
     pub in_place_skip_disruption_budget: bool,
     /// A pod within its recommendation is updated only when the change is
-    /// at least this (upstream's resource diff).
-    #[arg(long, default_value_t = 0.1, value_parser = flags::positive, allow_negative_numbers = true)]
+    /// at least this fraction (upstream's resource diff), in (0, 1].
+    #[arg(long, default_value_t = 0.1, value_parser = flags::fraction, allow_negative_numbers = true)]
     pub pod_update_threshold: f64,
     /// ...and only when it is older than this.
     #[arg(long, default_value = "12h", value_parser = parse_duration)]
@@ -217,9 +217,9 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
             "offline (--store file:), only --plan runs: a pass needs a cluster to act on".into(),
         );
     }
-    let path = args.store.trim_start_matches("file:");
+    let path = crate::cli::flags::store_file(&args.store)?;
     let state = crate::input::cluster::updater_state(
-        std::path::Path::new(path),
+        path,
         &format!("--store {}", args.store),
         &|pod| args.scope.selects(pod),
         &mut |warning| eprintln!("nodescope: warning: {warning}"),
@@ -429,7 +429,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
             plan_objects(objects, &args.config(), fresh, now)?,
             &selected,
         );
-        print_plan(args, &plans, &mut std::io::stdout().lock())?;
+        print_plan(args, &plans, &mut crate::cli::out::stdout())?;
         return Ok(plan_code(args, &plans));
     }
     let reports = report
