@@ -105,7 +105,10 @@ fn every_test_control_plane_has_a_loopback_service_range() {
     files(&root().join("tests"), &mut all);
     let flag = "--service-cluster-ip-range=";
     let mut ranges = Vec::new();
-    for path in all.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+    for path in all
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+    {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         for (at, _) in text.match_indices(flag) {
             let value: String = text[at + flag.len()..]
@@ -118,10 +121,7 @@ fn every_test_control_plane_has_a_loopback_service_range() {
             }
         }
     }
-    assert!(
-        !ranges.is_empty(),
-        "no control plane in tests/ sets {flag}"
-    );
+    assert!(!ranges.is_empty(), "no control plane in tests/ sets {flag}");
     let off: Vec<&String> = ranges
         .iter()
         .filter(|r| !r.rsplit(": ").next().is_some_and(|v| v.starts_with("127.")))

@@ -9,12 +9,12 @@
 use super::cleanup;
 use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
 use super::lifecycle::{next_status_reported, Desired, FeatureStatus, State, Step};
+use super::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use super::report;
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
 use crate::json::str_at;
 use crate::leader::{self, LeaseConfig};
-use crate::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
