@@ -17,6 +17,7 @@ pub mod manifest;
 pub mod messages;
 pub mod metrics;
 pub mod mutate;
+pub mod pace;
 pub mod params;
 pub mod pods;
 pub mod policy;

@@ -100,7 +100,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                         name: controller.lease_name.clone(),
                         duration: controller.lease_duration,
                     };
-                    let metrics = nodescope::metrics::FeaturesMetrics::new(&lease.lease());
+                    let metrics = nodescope::features::metrics::FeaturesMetrics::new(&lease.lease());
                     let listener = tokio::net::TcpListener::bind(controller.metrics_listen)
                         .await
                         .with_context(|| {

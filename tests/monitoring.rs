@@ -6,7 +6,8 @@
 
 mod manifest_support;
 
-use nodescope::metrics::{FeaturesMetrics, RecommenderMetrics, WebhookMetrics};
+use nodescope::features::metrics::FeaturesMetrics;
+use nodescope::metrics::{RecommenderMetrics, WebhookMetrics};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

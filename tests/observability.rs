@@ -6,7 +6,8 @@
 mod common;
 
 use common::*;
-use nodescope::metrics::{family_names, FeaturesMetrics, RecommenderMetrics, WebhookMetrics};
+use nodescope::features::metrics::FeaturesMetrics;
+use nodescope::metrics::{family_names, RecommenderMetrics, WebhookMetrics};
 use std::time::Duration;
 
 /// What a fresh `serve` shows: every family whose label set is known.
@@ -182,7 +183,7 @@ fn a_fresh_features_controller_exports_exactly_its_families() {
     }
     metrics
         .features
-        .observe(&[nodescope::metrics::FeatureSample {
+        .observe(&[nodescope::features::metrics::FeatureSample {
             namespace: "kube-system".to_owned(),
             name: "vpa-node-scope".to_owned(),
             state: Some(nodescope::features::State::TurningOff),

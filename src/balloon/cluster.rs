@@ -35,6 +35,9 @@ pub struct LoopConfig {
     pub lease: LeaseConfig,
     /// This replica's identity (its pod name).
     pub instance: String,
+    /// How many nodes' resizes are in flight at once (`--kube-api-burst`;
+    /// the client's pace bounds their rate).
+    pub in_flight: usize,
 }
 
 /// Why the loop could not start.
@@ -177,13 +180,22 @@ pub async fn run(
                 (n.metadata.name.clone().unwrap_or_default(), written)
             })
             .collect();
-        for plan in &plans {
-            if !*leading.borrow() {
-                break;
-            }
-            let written = written.get(&plan.node).cloned().unwrap_or_default();
-            act(&client, &recorder, &metrics, &failures, plan, written).await;
-        }
+        // Each node's plan is its own (one balloon, one Node): they go
+        // concurrently, at the client's pace.
+        let leading_now = || *leading.borrow();
+        futures::stream::iter(&plans)
+            .for_each_concurrent(config.in_flight.max(1), |plan| {
+                let written = written.get(&plan.node).cloned().unwrap_or_default();
+                let (client, recorder, metrics, failures) =
+                    (&client, &recorder, &metrics, &failures);
+                async move {
+                    // Lost the Lease during the pass: the new leader decides.
+                    if leading_now() {
+                        act(client, recorder, metrics, failures, plan, written).await;
+                    }
+                }
+            })
+            .await;
     }
     if let Err(error) = leadership.release().await {
         tracing::warn!(%error, "Lease not released; it expires on its own");

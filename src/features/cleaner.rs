@@ -6,7 +6,7 @@
 //! which reads the object again; nothing is retried blindly.
 
 use super::cleanup::CleanupPatch;
-use crate::metrics::{CleanupResult, FeatureFamilies};
+use super::metrics::{CleanupResult, FeatureFamilies};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;

@@ -3,18 +3,19 @@
 //! reads the gating policies, the Features and the objects the policies
 //! match (through discovery: no kind is known here) from the apiserver,
 //! decides, and writes each changed status through the status subresource
-//! with the resourceVersion it read (a conflict is left for the next pass,
-//! which re-reads; nothing is overwritten blindly), with an Event saying why.
+//! by server-side apply of its own fields (see [`write`]: no reporter's
+//! write can make it fail, and a spec changed meanwhile stops it), with an
+//! Event saying why.
 
 use super::cleanup;
 use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
 use super::lifecycle::{next_status_reported, Desired, FeatureStatus, State, Step};
+use super::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use super::report;
 use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
 use crate::json::str_at;
 use crate::leader::{self, LeaseConfig};
-use crate::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -233,7 +234,12 @@ pub async fn pass(
         }
         let resource_version = match write(client, recorder, feature, &step, &config.instance).await
         {
-            Ok(version) => version,
+            Ok(Written::At(version)) => version,
+            Ok(Written::SpecChanged) => {
+                tracing::info!(feature = %label, "spec changed during the pass; the next pass decides");
+                wait = wait.min(Duration::from_secs(1));
+                continue;
+            }
             Err(error) => {
                 tracing::warn!(feature = %label, %error, "status not written; the next pass re-reads the Feature");
                 wait = wait.min(Duration::from_secs(1));
@@ -326,36 +332,61 @@ async fn remove_expired(
     .map(drop)
 }
 
-/// Writes `step`'s status (with the resourceVersion read: a conflict fails
-/// instead of overwriting) and its Event; the Feature's resourceVersion
-/// after it (the one read when nothing was written).
+/// What [`write`] did.
+enum Written {
+    /// The status was applied (or there was nothing to write); the
+    /// Feature's resourceVersion after it.
+    At(String),
+    /// The spec changed since the pass read it: nothing written, the next
+    /// pass decides on the new spec.
+    SpecChanged,
+}
+
+/// Applies `step`'s status and records its Event.
+///
+/// The controller's three fields (`state`, `lastTransitionTime`,
+/// `transitionTasks`) are written by server-side apply under one field
+/// manager, the replica's own ([`manager`]), as each reporter applies its own
+/// `status.uses` entry: no write of a reporter can make this one fail, so
+/// replicas that report every few hundred milliseconds no longer starve it
+/// (an update conditioned on the resourceVersion read at the start of a
+/// pass lost to them every time). What the decision rests on is checked
+/// just before: the Feature is read again, and when its generation moved
+/// (someone changed `spec.desired`) nothing is written. The reports it read
+/// can only have gained confirmations since, and new uses are denied while
+/// a Feature turns off, so neither can make the decision wrong.
 async fn write(
     client: &Client,
     recorder: &Recorder,
     feature: &Value,
     step: &Step,
     instance: &str,
-) -> Result<String, kube::Error> {
+) -> Result<Written, kube::Error> {
     let Some(status) = &step.write else {
-        return Ok(str_at(feature, "/metadata/resourceVersion").to_owned());
+        return Ok(Written::At(
+            str_at(feature, "/metadata/resourceVersion").to_owned(),
+        ));
     };
     let namespace = str_at(feature, "/metadata/namespace");
     let name = str_at(feature, "/metadata/name");
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), namespace, &feature_resource());
-    let patch = status_patch(str_at(feature, "/metadata/resourceVersion"), status);
+    let now = api.get(name).await?;
+    if now.metadata.generation.unwrap_or(0) != generation(feature) {
+        return Ok(Written::SpecChanged);
+    }
+    let body = status_apply(namespace, name, status);
     let written = api
         .patch_status(
             name,
-            // The replica is the field manager: managedFields say who wrote.
-            &PatchParams {
-                field_manager: Some(manager(instance)),
-                ..PatchParams::default()
-            },
-            &Patch::Merge(&patch),
+            // Forced: a replica that leads after another takes over the
+            // same fields (the other then drops out of managedFields), and
+            // so do the fields an older version wrote by merge patch.
+            &PatchParams::apply(&manager(instance)).force(),
+            &Patch::Apply(&body),
         )
         .await?;
-    tracing::info!(feature = %format!("{namespace}/{name}"), state = ?status.state, tasks = status.transition_tasks.len(), "status written");
+    tracing::info!(feature = %format!("{namespace}/{name}"), state = status.state.map(State::as_str), tasks = status.transition_tasks.len(), "status written");
     if let Some((reason, note)) = &step.event {
         let reference = written.object_ref(&feature_resource());
         let event = Event {
@@ -369,7 +400,9 @@ async fn write(
             tracing::warn!(%error, "event not recorded");
         }
     }
-    Ok(written.metadata.resource_version.unwrap_or_default())
+    Ok(Written::At(
+        written.metadata.resource_version.unwrap_or_default(),
+    ))
 }
 
 /// `metadata.generation` (0 when absent).
@@ -381,17 +414,24 @@ pub fn generation(feature: &Value) -> i64 {
         .unwrap_or(0)
 }
 
-/// The merge patch of the status subresource: the controller's fields,
-/// guarded by `resourceVersion`.
+/// The server-side apply body of the controller's status fields. A field
+/// that is `None` is left out, so the apply removes it (the controller owns
+/// it), as the merge patch's `null` did.
 #[must_use]
-pub fn status_patch(resource_version: &str, status: &FeatureStatus) -> Value {
+pub fn status_apply(namespace: &str, name: &str, status: &FeatureStatus) -> Value {
+    let mut fields = serde_json::Map::new();
+    if let Some(state) = status.state {
+        fields.insert("state".to_owned(), json!(state.as_str()));
+    }
+    if let Some(time) = status.last_transition_time {
+        fields.insert("lastTransitionTime".to_owned(), json!(time.to_string()));
+    }
+    fields.insert("transitionTasks".to_owned(), json!(status.transition_tasks));
     json!({
-        "metadata": {"resourceVersion": resource_version},
-        "status": {
-            "state": status.state.map(State::as_str),
-            "lastTransitionTime": status.last_transition_time.map(|t| t.to_string()),
-            "transitionTasks": status.transition_tasks,
-        }
+        "apiVersion": "featureflags.nodescope.dev/v1alpha1",
+        "kind": "Feature",
+        "metadata": {"namespace": namespace, "name": name},
+        "status": fields,
     })
 }
 
@@ -431,7 +471,7 @@ mod tests {
     use crate::features::TransitionTask;
 
     #[test]
-    fn the_status_patch_carries_the_resource_version_it_read() {
+    fn the_status_apply_names_the_feature_and_carries_only_the_controllers_fields() {
         let status = FeatureStatus {
             state: Some(State::TurningOff),
             last_transition_time: "2026-11-25T13:00:00Z".parse().ok(),
@@ -442,10 +482,18 @@ mod tests {
             }],
         };
         assert_eq!(
-            status_patch("42", &status),
-            json!({"metadata": {"resourceVersion": "42"},
+            status_apply("kube-system", "vpa-node-scope", &status),
+            json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+                   "metadata": {"namespace": "kube-system", "name": "vpa-node-scope"},
                    "status": {"state": "TurningOff", "lastTransitionTime": "2026-11-25T13:00:00Z",
                               "transitionTasks": [{"name": "p", "count": 1, "description": "VerticalPodAutoscaler a/b"}]}})
+        );
+        assert_eq!(
+            status_apply("kube-system", "f", &FeatureStatus::default()),
+            json!({"apiVersion": "featureflags.nodescope.dev/v1alpha1", "kind": "Feature",
+                   "metadata": {"namespace": "kube-system", "name": "f"},
+                   "status": {"transitionTasks": []}}),
+            "an absent field is left out, so the apply removes what the controller owned"
         );
     }
 

@@ -15,6 +15,7 @@ pub mod cleanup;
 pub mod cluster;
 pub mod controller;
 pub mod lifecycle;
+pub mod metrics;
 pub mod owned;
 pub mod report;
 pub mod reporter;

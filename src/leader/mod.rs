@@ -321,9 +321,10 @@ mod tests {
             stop: None,
             task: None,
         };
-        let metrics = crate::metrics::FeaturesMetrics::new("nodescope-system/nodescope-features");
+        let metrics =
+            crate::features::metrics::FeaturesMetrics::new("nodescope-system/nodescope-features");
         let exported = leadership.export(&metrics.leader);
-        let gauge = |metrics: &crate::metrics::FeaturesMetrics| {
+        let gauge = |metrics: &crate::features::metrics::FeaturesMetrics| {
             metrics
                 .render()
                 .lines()

@@ -1,9 +1,10 @@
-//! The registries of the webhook (`serve`) and of the features controller.
-//! The recommender's is beside its families, in `recommender.rs`.
+//! The registry of the webhook (`serve`). The recommender's is beside its
+//! families, in `recommender.rs`; the features controller's in
+//! `features/metrics.rs`.
 
 use super::{
-    AdmissionMetrics, Families, Handler, HttpMetrics, LeaderMetrics, PolicyMetrics, RefusalMetrics,
-    Registry, ReloadResult, ReviewResult, StoreMetrics, TlsMetrics, Webhook,
+    AdmissionMetrics, Families, Handler, HttpMetrics, PolicyMetrics, RefusalMetrics, Registry,
+    ReloadResult, ReviewResult, StoreMetrics, TlsMetrics, Webhook,
 };
 use std::time::Duration;
 
@@ -104,49 +105,6 @@ impl WebhookMetrics {
     }
 }
 
-/// `nodescope features controller`: the Features as the leader sees them
-/// ([`super::FeatureFamilies`]), its election and its port's responses.
-#[derive(Clone)]
-pub struct FeaturesMetrics {
-    pub features: super::FeatureFamilies,
-    pub leader: LeaderMetrics,
-    pub http: HttpMetrics,
-    registry: Registry,
-}
-
-impl FeaturesMetrics {
-    /// The controller's families, elected on `lease` (`namespace/name`).
-    #[must_use]
-    pub fn new(lease: &str) -> Self {
-        let features = super::FeatureFamilies::new();
-        let leader = LeaderMetrics::new(lease);
-        let http = HttpMetrics::default();
-        let registry = Registry::builder()
-            .with(&features)
-            .with(&leader)
-            .with(&http)
-            .build();
-        Self {
-            features,
-            leader,
-            http,
-            registry,
-        }
-    }
-
-    /// The registry its `/metrics` renders.
-    #[must_use]
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// Renders its registry.
-    #[must_use]
-    pub fn render(&self) -> String {
-        self.registry.render()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,20 +157,5 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in:\n{text}");
         }
-    }
-
-    #[test]
-    fn the_leader_gauge_is_one_per_lease_while_leading() {
-        let m = FeaturesMetrics::new("nodescope-system/nodescope-features");
-        let text = m.registry().render();
-        assert!(
-            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 0\n"),
-            "{text}"
-        );
-        m.leader.leader("nodescope-system/nodescope-features", true);
-        assert!(m
-            .registry()
-            .render()
-            .contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 1\n"));
     }
 }

@@ -1,16 +1,19 @@
 //! Prometheus metrics: the families, and one registry per component.
 //!
-//! Owns every metric family and the registries that export them; a
-//! component records into its families and serves its own registry, so a
-//! scrape shows only what that process moves. Must not: share a registry
+//! Owns the shared families (HTTP responses, leader election, the status
+//! Lease), the webhook's and the recommender's, and the registry every
+//! component builds; a part with its own families keeps them in its own
+//! `metrics.rs` (`balloon`, `update`, `features`). A component records into
+//! its families and serves its own registry, so a scrape shows only what
+//! that process moves. Must not: share a registry
 //! between components, or take a label value from input without bounding
 //! it (label sets are small fixed enums, or values clamped to what
 //! Kubernetes can send).
 //!
 //! # The pattern, for a new component
 //!
-//! 1. A struct of the component's families, in its own file here, named for
-//!    the component (`UpdaterMetrics`), its families prefixed
+//! 1. A struct of the component's families, in its part's `metrics.rs`
+//!    (`src/<part>/metrics.rs`), named for the component (`UpdaterMetrics`), its families prefixed
 //!    `nodescope_<component>_` (`nodescope_updater_evicted_pods`).
 //! 2. Its constructor creates every series whose label set is known up
 //!    front: each `{result="failure"}` or `{reason=…}` at 0, so that
@@ -33,15 +36,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use std::sync::Arc;
 
 mod components;
-mod features;
 mod http;
 mod leader;
 mod recommender;
 mod status_lease;
 mod webhook;
 
-pub use components::{FeaturesMetrics, WebhookMetrics};
-pub use features::{CleanupResult, FeatureFamilies, FeatureSample, StateLabel};
+pub use components::WebhookMetrics;
 pub use http::{Handler, HttpMetrics};
 pub use leader::LeaderMetrics;
 pub use recommender::RecommenderMetrics;

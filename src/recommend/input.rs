@@ -5,7 +5,7 @@
 //! cluster, which return the same JSON.
 
 use crate::quantity::Quantity;
-use crate::store::crd::{ContainerResourcePolicy, VpaSpec};
+use crate::vpa::crd::{ContainerResourcePolicy, VpaSpec};
 use crate::vpa::{ContainerMode, ContainerPolicy, ResourceList};
 use crate::vpa::{NodeLabel, NodeLabels, ScopeKey};
 use k8s_openapi::jiff::Timestamp;

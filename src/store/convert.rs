@@ -1,9 +1,9 @@
 //! Kubernetes objects to the mutation's domain types, once, at load or
 //! watch time: every quantity is parsed here so a request never parses one.
 
-use super::crd::{ResourceTexts, StartupBoostSpec, VpaSpec};
 use crate::json::borrowed::{JsonMap, QuantityText, Str};
 use crate::quantity::Quantity;
+use crate::vpa::crd::{ResourceTexts, StartupBoostSpec, VpaSpec};
 use crate::vpa::ScopeKey;
 use crate::vpa::{
     BoostKind, ContainerMode, ContainerPolicy, ControlledValues, CpuBoost, LimitKind,

@@ -6,7 +6,6 @@
 //! here runs on the request path except [`Snapshot`] lookups.
 
 mod convert;
-pub mod crd;
 mod entry;
 pub mod file;
 pub mod kube;

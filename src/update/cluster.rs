@@ -45,6 +45,9 @@ pub struct LoopConfig {
     /// `--eviction-rate-limit` (per second; 0 or less: none) and
     /// `--eviction-rate-burst`.
     pub eviction_rate: (f64, u32),
+    /// How many of a pass's writes are in flight at once (`--kube-api-burst`;
+    /// the client's pace bounds their rate).
+    pub in_flight: usize,
 }
 
 /// Why the loop could not start.
@@ -148,19 +151,38 @@ pub async fn run(
         );
         metrics.unusable(plans.iter().map(|p| p.unusable).sum());
         told.log(&plans);
-        for plan in plans.iter().filter(|p| p.action.acts()) {
-            if !*leading.borrow() {
-                break;
-            }
-            act(
-                &client,
-                &recorder,
-                plan,
-                &mut memory,
-                &mut limiter,
-                &metrics,
-            )
+        // The pass decided what may be disrupted (at most the tolerance of
+        // each DaemonSet); its writes go concurrently, each guarded by the
+        // pod's resourceVersion, at the client's pace. Eviction tokens are
+        // taken in the pass's order first, so the limit keeps the most
+        // urgent evictions.
+        let acts: Vec<&PodPlan> = plans
+            .iter()
+            .filter(|p| p.action.acts())
+            .filter(|p| {
+                p.action != Action::Evict || limiter.take() || {
+                    tracing::info!(pod = %format!("{}/{}", p.namespace, p.pod), "eviction rate limit reached; next pass");
+                    false
+                }
+            })
+            .collect();
+        let leading_now = || *leading.borrow();
+        let outcomes: Vec<Outcome> = futures::stream::iter(acts)
+            .map(|plan| {
+                let (client, recorder, metrics) = (&client, &recorder, &metrics);
+                async move {
+                    if !leading_now() {
+                        // Lost the Lease during the pass: the new leader decides.
+                        return Outcome::Nothing;
+                    }
+                    act(client, recorder, plan, metrics).await
+                }
+            })
+            .buffer_unordered(config.in_flight.max(1))
+            .collect()
             .await;
+        for outcome in outcomes {
+            outcome.remember(&mut memory);
         }
         metrics.step("act", started.elapsed().as_secs_f64() - planned);
         metrics.step("total", started.elapsed().as_secs_f64());
@@ -203,14 +225,41 @@ pub async fn webhook_fresh(
     }
 }
 
+/// What a write leaves for the next passes to remember.
+enum Outcome {
+    Nothing,
+    /// Resized at this second: how long its resize is pending counts from it.
+    Resized {
+        key: String,
+        at: i64,
+    },
+    /// Refused as Infeasible: what it asked, so a no-lower ask waits.
+    Infeasible {
+        uid: String,
+        asked: Vec<(String, crate::vpa::ResourceList)>,
+    },
+}
+
+impl Outcome {
+    fn remember(self, memory: &mut Memory) {
+        match self {
+            Outcome::Nothing => {}
+            Outcome::Resized { key, at } => {
+                memory.resizing_since.insert(key, at);
+            }
+            Outcome::Infeasible { uid, asked } => {
+                memory.infeasible.insert(uid, asked);
+            }
+        }
+    }
+}
+
 async fn act(
     client: &Client,
     recorder: &Recorder,
     plan: &PodPlan,
-    memory: &mut Memory,
-    limiter: &mut Bucket,
     metrics: &UpdaterMetrics,
-) {
+) -> Outcome {
     let key = format!("{}/{}", plan.namespace, plan.pod);
     let pod_ref = ObjectReference {
         api_version: Some("v1".into()),
@@ -229,10 +278,11 @@ async fn act(
     };
     match plan.action {
         // Held back or nothing to do: this pass leaves the pod alone.
-        Action::None | Action::Deferred => {}
+        Action::None | Action::Deferred => Outcome::Nothing,
         // An unboost whose resources are right already: the annotations only.
         Action::Resize if plan.ops.is_empty() => {
             remove_boost_annotations(client, plan, &key).await;
+            Outcome::Nothing
         }
         Action::Resize => {
             let body = resize::resize_patch(&plan.ops, &plan.resource_version);
@@ -240,23 +290,23 @@ async fn act(
                 Ok(()) => {
                     remove_boost_annotations(client, plan, &key).await;
                     metrics.resized();
-                    memory
-                        .resizing_since
-                        .insert(key.clone(), Timestamp::now().as_second());
+                    let at = Timestamp::now().as_second();
                     tracing::info!(pod = %key, reason = %plan.message, "resized in place");
                     emit(recorder, &pod_ref, "InPlaceResizedByVPA", "Pod was resized in place by nodescope's updater to its node's recommendation.", EventType::Normal).await;
                     emit(recorder, &vpa_ref, "InPlaceResizedPod", &format!("nodescope's updater resized Pod {} in place to its group's recommendation.", plan.pod), EventType::Normal).await;
+                    Outcome::Resized { key, at }
                 }
                 Err(error) => {
-                    let reason = match &error {
-                        ResizeError::Infeasible { .. } => {
-                            memory
-                                .infeasible
-                                .insert(plan.uid.to_string(), requested(plan));
-                            "Infeasible"
-                        }
-                        ResizeError::Stale { .. } => "Stale",
-                        ResizeError::Api { .. } => "Error",
+                    let (reason, outcome) = match &error {
+                        ResizeError::Infeasible { .. } => (
+                            "Infeasible",
+                            Outcome::Infeasible {
+                                uid: plan.uid.to_string(),
+                                asked: requested(plan),
+                            },
+                        ),
+                        ResizeError::Stale { .. } => ("Stale", Outcome::Nothing),
+                        ResizeError::Api { .. } => ("Error", Outcome::Nothing),
                     };
                     metrics.resize_failed(reason);
                     tracing::warn!(%error, "resize refused");
@@ -268,14 +318,11 @@ async fn act(
                         EventType::Warning,
                     )
                     .await;
+                    outcome
                 }
             }
         }
         Action::Evict => {
-            if !limiter.take() {
-                tracing::info!(pod = %key, "eviction rate limit reached; next pass");
-                return;
-            }
             let api: Api<Pod> = Api::namespaced(client.clone(), &plan.namespace);
             match api
                 .evict(&plan.pod, &evict::params(&plan.uid, &plan.resource_version))
@@ -320,6 +367,7 @@ async fn act(
                     tracing::warn!(pod = %key, %error, "eviction failed");
                 }
             }
+            Outcome::Nothing
         }
     }
 }

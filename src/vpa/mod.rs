@@ -9,6 +9,7 @@
 //! from, minus the parts no consumer reads.
 
 pub mod boost;
+pub mod crd;
 pub mod limit_range;
 pub mod namespaces;
 pub mod policy;

@@ -304,3 +304,48 @@ fn one_namespace_and_ignored_namespaces_exclude_each_other_as_upstream_says() {
         assert_eq!(stderr(&output), expected, "{run:?}");
     }
 }
+
+#[test]
+fn the_client_pace_takes_upstreams_names_and_refuses_a_rate_that_is_not_one() {
+    for subcommand in [&["update"][..], &["balloon", "controller"][..]] {
+        let mut words = subcommand.to_vec();
+        words.push("--help");
+        let output = command(&words).output().expect("runs");
+        assert_exit(&output, 0);
+        let text = stdout(&output);
+        for shown in [
+            "--kube-api-qps <KUBE_API_QPS>",
+            "--kube-api-burst <KUBE_API_BURST>",
+        ] {
+            assert!(
+                text.contains(shown),
+                "{subcommand:?}: {shown} missing:\n{text}"
+            );
+        }
+        for (flag, value, message) in [
+            (
+                "--kube-api-qps",
+                "-1",
+                "error: invalid value '-1' for '--kube-api-qps <KUBE_API_QPS>': \"-1\" is not a rate: a number of requests a second, 0 or more, such as 50",
+            ),
+            (
+                "--kube-api-qps",
+                "NaN",
+                "error: invalid value 'NaN' for '--kube-api-qps <KUBE_API_QPS>': \"NaN\" is not a rate: a number of requests a second, 0 or more, such as 50",
+            ),
+            (
+                "--kube-api-burst",
+                "0",
+                "error: invalid value '0' for '--kube-api-burst <KUBE_API_BURST>': 0 is not in 1..=4294967295",
+            ),
+        ] {
+            let mut words = subcommand.to_vec();
+            let arg = format!("{flag}={value}");
+            words.push(&arg);
+            let output = command(&words).output().expect("runs");
+            assert_exit(&output, 2);
+            let err = stderr(&output);
+            assert_eq!(err.lines().next(), Some(message), "{subcommand:?} {arg}:\n{err}");
+        }
+    }
+}

@@ -23,6 +23,7 @@ mod dry_run_kinds;
 mod election;
 mod enforcers;
 mod failures;
+mod feature_contention;
 mod feature_reports;
 mod features;
 mod guard;
@@ -76,6 +77,7 @@ const STEPS: &[(&str, Step)] = &[
     ("status-lease", |p| status_lease::run(p).boxed()),
     ("updater-rbac", |p| updater_rbac::run(p).boxed()),
     ("balloon", |p| balloon::run(p).boxed()),
+    ("feature-contention", |p| feature_contention::run(p).boxed()),
     // Last: it deletes and re-creates the Features nodescope owns.
     ("feature-reports", |p| feature_reports::run(p).boxed()),
 ];

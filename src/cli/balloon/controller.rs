@@ -44,6 +44,10 @@ pub struct ControllerArgs {
     /// status.uses.
     #[command(flatten)]
     pub report: report::ReportFlags,
+    /// `--kube-api-qps`, `--kube-api-burst`: the pace of every request,
+    /// and how many resizes of a pass are in flight at once.
+    #[command(flatten)]
+    pub pace: crate::pace::PaceFlags,
     #[command(flatten)]
     pub cluster: cluster::ClusterFlags,
 }
@@ -62,7 +66,7 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
     // pass; a refusal is an answer.
     let connection = args
         .cluster
-        .connect(cluster::Retry::Off)
+        .connect_paced(cluster::Retry::Off, &args.pace)
         .await
         .map_err(|e| e.to_string())?;
     let client = connection.client.clone();
@@ -96,6 +100,7 @@ pub async fn run(args: &ControllerArgs) -> Result<ExitCode, String> {
             duration: args.lease_duration,
         },
         instance: args.instance.clone(),
+        in_flight: args.pace.in_flight(),
     };
     let result = crate::balloon::cluster::run(
         client,

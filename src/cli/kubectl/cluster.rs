@@ -286,11 +286,31 @@ impl ClusterFlags {
     /// As [`ClusterFlags::config`], or a configuration the client cannot
     /// use (a certificate it cannot read).
     pub async fn connect(&self, retry: Retry) -> Result<Connection, ClusterError> {
+        self.connect_paced(
+            retry,
+            &crate::pace::PaceFlags {
+                kube_api_qps: 0.0,
+                ..crate::pace::PaceFlags::default()
+            },
+        )
+        .await
+    }
+
+    /// [`ClusterFlags::connect`], with every request paced by `pace`
+    /// (`--kube-api-qps`, `--kube-api-burst`): the controllers' client.
+    ///
+    /// # Errors
+    /// As [`ClusterFlags::connect`].
+    pub async fn connect_paced(
+        &self,
+        retry: Retry,
+        pace: &crate::pace::PaceFlags,
+    ) -> Result<Connection, ClusterError> {
         let (mut config, target) = self.config().await?;
         if retry == Retry::Off {
             config.default_retry = false;
         }
-        let client = kube::Client::try_from(config).map_err(|e| explain(&e, &target))?;
+        let client = pace.client(config).map_err(|e| explain(&e, &target))?;
         Ok(Connection { client, target })
     }
 }

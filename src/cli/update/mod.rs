@@ -61,6 +61,10 @@ pub struct UpdateArgs {
     /// pods that are not Ready count as disrupted.
     #[arg(long, default_value_t = 0.5, value_parser = flags::fraction, allow_negative_numbers = true)]
     pub eviction_tolerance: f64,
+    /// `--kube-api-qps`, `--kube-api-burst`: the pace of every request,
+    /// and how many writes of a pass are in flight at once.
+    #[command(flatten)]
+    pub pace: crate::pace::PaceFlags,
     /// Evictions per second (0 or less: no limit).
     #[arg(long, default_value_t = -1.0, value_parser = flags::finite, allow_negative_numbers = true)]
     pub eviction_rate_limit: f64,
@@ -396,7 +400,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
     // tries again.
     let connection = args
         .cluster
-        .connect(cluster::Retry::Off)
+        .connect_paced(cluster::Retry::Off, &args.pace)
         .await
         .map_err(|e| e.to_string())?;
     let client = connection.client.clone();
@@ -458,6 +462,7 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         ),
         status_lease_timeout: args.admission_controller_status_lease_timeout,
         eviction_rate: (args.eviction_rate_limit, args.eviction_rate_burst),
+        in_flight: args.pace.in_flight(),
     };
     let result = crate::update::cluster::run(
         client,

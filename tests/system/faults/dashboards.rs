@@ -89,42 +89,66 @@ pub async fn run(world: &mut World) {
             .map(|(_, e)| e.clone())
             .unwrap_or_else(|| panic!("the dashboard has no panel {title:?}"))
     };
-    let pods = world.pods(crate::workloads::NS).await;
-    let scoped = pods
-        .iter()
-        .filter(|p| crate::workloads::scope(&crate::workloads::daemonset_of(p)).is_some())
-        .count();
+    // A gauge is set once per pass and scraped every few seconds: it is
+    // compared with the cluster as one pass saw it, so both are read again
+    // until they agree (a pod replaced between the pass and the read is
+    // not a wrong panel), and a disagreement that lasts is the failure.
     let settled = (0..world.n).filter(|i| i % 10 == 5).count();
-    let mut states = std::collections::BTreeMap::new();
-    for series in world
-        .prometheus
-        .query(&panel("Nodes by balloon state"))
-        .await
-    {
-        let state = series["metric"]["state"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        let count: f64 = series["value"][1]
-            .as_str()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(-1.0);
-        states.insert(state, count);
-    }
-    for (title, want) in [
-        ("Controlled pods", scoped as f64),
-        ("Webhook Lease fresh", 1.0),
-    ] {
-        let got = world.prometheus.value(&panel(title)).await;
-        assert_eq!(got, Some(want), "panel {title:?}: {}", panel(title));
-    }
-    for (state, want) in [("Settled", settled), ("Refused", 1), ("Infeasible", 1)] {
-        assert_eq!(
-            states.get(state).copied(),
-            Some(want as f64),
-            "panel \"Nodes by balloon state\", {state}: {states:?}"
-        );
-    }
+    let (controlled, lease) = (panel("Controlled pods"), panel("Webhook Lease fresh"));
+    let by_state = panel("Nodes by balloon state");
+    let (scoped, states) = until(
+        world,
+        "the dashboard's panels agree with the cluster",
+        Duration::from_secs(120),
+        move |w| {
+            let (controlled, lease, by_state) =
+                (controlled.clone(), lease.clone(), by_state.clone());
+            Box::pin(async move {
+                let pods = w.pods(crate::workloads::NS).await;
+                let scoped = pods
+                    .iter()
+                    .filter(|p| {
+                        crate::workloads::scope(&crate::workloads::daemonset_of(p)).is_some()
+                    })
+                    .count();
+                let mut states = std::collections::BTreeMap::new();
+                for series in w.prometheus.query(&by_state).await {
+                    let state = series["metric"]["state"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let count: f64 = series["value"][1]
+                        .as_str()
+                        .and_then(|v| v.parse().ok())
+                        .unwrap_or(-1.0);
+                    states.insert(state, count);
+                }
+                let mut off = Vec::new();
+                for (title, expr, want) in [
+                    ("Controlled pods", &controlled, scoped as f64),
+                    ("Webhook Lease fresh", &lease, 1.0),
+                ] {
+                    let got = w.prometheus.value(expr).await;
+                    if got != Some(want) {
+                        off.push(format!("panel {title:?} is {got:?}, want {want}: {expr}"));
+                    }
+                }
+                for (state, want) in [("Settled", settled), ("Refused", 1), ("Infeasible", 1)] {
+                    if states.get(state).copied() != Some(want as f64) {
+                        off.push(format!(
+                            "panel \"Nodes by balloon state\", {state}: {states:?}, want {want}"
+                        ));
+                    }
+                }
+                if off.is_empty() {
+                    Ok((scoped, states))
+                } else {
+                    Err(off.join("; "))
+                }
+            })
+        },
+    )
+    .await;
     say(
         world.began,
         &format!(

@@ -123,6 +123,16 @@ impl Nodes {
     pub async fn register(&self, client: &Client, from: usize, to: usize) -> Vec<NodeShape> {
         let shapes: Vec<(usize, NodeShape)> =
             (from..to).map(|i| (i, NodeShape::numbered(i))).collect();
+        // Known before the objects exist, as a kubelet runs before it
+        // registers its Node: a DaemonSet pod bound to the Node while the
+        // rest of the registration is under way is started, not ignored
+        // (fault 6 once left a joining node's pod without a status so).
+        {
+            let mut map = self.lock();
+            for (i, shape) in &shapes {
+                map.insert(shape.name.clone(), (*i, shape.clone()));
+            }
+        }
         stream::iter(shapes.clone())
             .for_each_concurrent(32, |(i, shape)| {
                 let client = client.clone();
@@ -146,10 +156,6 @@ impl Nodes {
                 }
             })
             .await;
-        let mut map = self.lock();
-        for (i, shape) in &shapes {
-            map.insert(shape.name.clone(), (*i, shape.clone()));
-        }
         shapes.into_iter().map(|(_, s)| s).collect()
     }
 

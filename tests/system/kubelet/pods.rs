@@ -50,13 +50,26 @@ pub(super) struct Shared {
     actuating: Mutex<HashMap<Key, Instant>>,
     delay: Duration,
     counts: Arc<KubeletCounts>,
-    queued: Mutex<HashSet<Key>>,
+    /// Which pods are waiting and which are being worked on: one pod is
+    /// handled by one worker at a time, as a kubelet's pod worker does.
+    work: Mutex<WorkState>,
     queue: mpsc::UnboundedSender<Key>,
     /// Pods whose last write failed.
     retry: Mutex<HashSet<Key>>,
     /// Faults: nodes whose resizes are answered `Infeasible`, pods that
     /// were OOM-killed (faults.rs).
     pub(super) faults: super::faults::Faults,
+}
+
+/// A work queue's bookkeeping, as client-go's workqueue keeps it: a key
+/// is queued once; a key that changes while a worker has it is marked
+/// dirty and queued again when that worker is done, never handed to a
+/// second worker.
+#[derive(Default)]
+struct WorkState {
+    queued: HashSet<Key>,
+    processing: HashSet<Key>,
+    dirty: HashSet<Key>,
 }
 
 /// The running kubelet; its tasks stop when it is dropped.
@@ -86,7 +99,7 @@ impl Kubelet {
             actuating: Mutex::default(),
             delay,
             counts: counts.clone(),
-            queued: Mutex::default(),
+            work: Mutex::default(),
             queue,
             retry: Mutex::default(),
             faults: super::faults::Faults::default(),
@@ -101,8 +114,9 @@ impl Kubelet {
                 match event {
                     Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => {
                         let key = key(&pod);
-                        lock(&watch.pods).insert(key.clone(), pod);
-                        watch.enqueue(key);
+                        if watch.cache(&key, pod) {
+                            watch.enqueue(key);
+                        }
                     }
                     Ok(watcher::Event::Delete(pod)) => {
                         let key = key(&pod);
@@ -131,8 +145,11 @@ impl Kubelet {
                 .for_each_concurrent(24, |key| {
                     let work = work.clone();
                     async move {
-                        lock(&work.queued).remove(&key);
+                        if !work.take(&key) {
+                            return;
+                        }
                         work.reconcile(&key).await;
+                        work.done(&key);
                     }
                 })
                 .await;
@@ -243,10 +260,63 @@ fn held(pod: &Pod) -> (i64, i64) {
     total
 }
 
+/// An etcd revision as a number, to order two versions of one pod (the
+/// suite's apiserver is backed by etcd, whose resourceVersions are its
+/// revisions); `None` when it is not one.
+fn revision(pod: &Pod) -> Option<u64> {
+    pod.metadata.resource_version.as_deref()?.parse().ok()
+}
+
 impl Shared {
+    /// Keeps `pod` unless the cache has a newer version of it (a watch
+    /// event can arrive after the response of our own later write);
+    /// whether it was kept.
+    fn cache(&self, key: &Key, pod: Pod) -> bool {
+        let mut pods = lock(&self.pods);
+        let older = pods
+            .get(key)
+            .and_then(revision)
+            .zip(revision(&pod))
+            .is_some_and(|(cached, new)| new < cached);
+        if older {
+            return false;
+        }
+        pods.insert(key.clone(), pod);
+        true
+    }
+
     fn enqueue(&self, key: Key) {
-        if lock(&self.queued).insert(key.clone()) {
+        let mut work = lock(&self.work);
+        if work.processing.contains(&key) {
+            work.dirty.insert(key);
+        } else if work.queued.insert(key.clone()) {
             let _ = self.queue.send(key);
+        }
+    }
+
+    /// Moves `key` from queued to processing; false when a worker has it
+    /// already (it is then marked dirty, and handled again after).
+    fn take(&self, key: &Key) -> bool {
+        let mut work = lock(&self.work);
+        work.queued.remove(key);
+        if work.processing.contains(key) {
+            work.dirty.insert(key.clone());
+            return false;
+        }
+        work.processing.insert(key.clone());
+        true
+    }
+
+    /// Ends a worker's hold on `key`; queues it again if it changed
+    /// meanwhile.
+    fn done(&self, key: &Key) {
+        let again = {
+            let mut work = lock(&self.work);
+            work.processing.remove(key);
+            work.dirty.remove(key)
+        };
+        if again {
+            self.enqueue(key.clone());
         }
     }
 
@@ -297,6 +367,10 @@ impl Shared {
             return;
         };
         let Some(shape) = self.nodes.get(&node) else {
+            // Not one of ours yet (a joining Node's shape is known before
+            // its object is created, but a bound pod may come from an
+            // earlier run's Node): looked at again on the next tick.
+            lock(&self.retry).insert(key.clone());
             return;
         };
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &key.0);
@@ -470,16 +544,21 @@ impl Shared {
             .await
         {
             Ok(pod) => {
-                lock(&self.pods).insert(key.clone(), pod);
+                self.cache(key, pod);
                 true
             }
             Err(kube::Error::Api(s)) if s.code == 404 => false,
             Err(e) => {
-                // Tried again on the next tick, as a kubelet's sync loop does.
+                // Tried again on the next tick from a fresh read, as a
+                // kubelet's sync loop does, until it lands: through cut
+                // connections and apiserver restarts alike.
                 eprintln!(
                     "system: kubelet: status of {}/{} not written ({e}); retrying",
                     key.0, key.1
                 );
+                if let Ok(fresh) = api.get(&key.1).await {
+                    self.cache(key, fresh);
+                }
                 lock(&self.retry).insert(key.clone());
                 false
             }

@@ -4,7 +4,7 @@
 //! read in its last pass (a handful, created by admins), and a Feature that
 //! is gone loses its series at the next pass.
 
-use super::{label_values, Families};
+use crate::metrics::{label_values, Families, HttpMetrics, LeaderMetrics, Registry};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -27,8 +27,8 @@ impl StateLabel {
 
     /// The label of `state` (`None`: no state yet).
     #[must_use]
-    pub fn of(state: Option<crate::features::State>) -> Self {
-        use crate::features::State;
+    pub fn of(state: Option<super::State>) -> Self {
+        use super::State;
         match state {
             None => Self::None,
             Some(State::On) => Self::On,
@@ -92,7 +92,7 @@ pub struct FeatureFamilies {
 pub struct FeatureSample {
     pub namespace: String,
     pub name: String,
-    pub state: Option<crate::features::State>,
+    pub state: Option<super::State>,
     /// Objects its gating policies still find.
     pub uses: usize,
     /// Live instances that have not confirmed the state the Feature is
@@ -157,7 +157,7 @@ impl FeatureFamilies {
     }
 
     /// Counts one state change written.
-    pub fn transition(&self, from: Option<crate::features::State>, to: crate::features::State) {
+    pub fn transition(&self, from: Option<super::State>, to: super::State) {
         self.transitions
             .get_or_create(&TransitionLabel {
                 from: StateLabel::of(from),
@@ -175,7 +175,7 @@ impl FeatureFamilies {
 }
 
 impl Families for FeatureFamilies {
-    fn register(&self, registry: &mut super::RegistryBuilder) {
+    fn register(&self, registry: &mut crate::metrics::RegistryBuilder) {
         registry.register(
             "nodescope_feature_state",
             "1 for the state each Feature is in (status.state), 0 for the others; series from the leader's first pass",
@@ -201,5 +201,68 @@ impl Families for FeatureFamilies {
             "Cleanup patches sent while a Feature is TurningOff, by result",
             self.cleanup_patches.clone(),
         );
+    }
+}
+
+/// `nodescope features controller`: the Features as the leader sees them
+/// ([`FeatureFamilies`]), its election and its port's responses.
+#[derive(Clone)]
+pub struct FeaturesMetrics {
+    pub features: FeatureFamilies,
+    pub leader: LeaderMetrics,
+    pub http: HttpMetrics,
+    registry: Registry,
+}
+
+impl FeaturesMetrics {
+    /// The controller's families, elected on `lease` (`namespace/name`).
+    #[must_use]
+    pub fn new(lease: &str) -> Self {
+        let features = FeatureFamilies::new();
+        let leader = LeaderMetrics::new(lease);
+        let http = HttpMetrics::default();
+        let registry = Registry::builder()
+            .with(&features)
+            .with(&leader)
+            .with(&http)
+            .build();
+        Self {
+            features,
+            leader,
+            http,
+            registry,
+        }
+    }
+
+    /// The registry its `/metrics` renders.
+    #[must_use]
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// Renders its registry.
+    #[must_use]
+    pub fn render(&self) -> String {
+        self.registry.render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_leader_gauge_is_one_per_lease_while_leading() {
+        let m = FeaturesMetrics::new("nodescope-system/nodescope-features");
+        let text = m.registry().render();
+        assert!(
+            text.contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 0\n"),
+            "{text}"
+        );
+        m.leader.leader("nodescope-system/nodescope-features", true);
+        assert!(m
+            .registry()
+            .render()
+            .contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 1\n"));
     }
 }

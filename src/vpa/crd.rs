@@ -1,9 +1,9 @@
-//! Typed custom resources nodescope reads: the VerticalPodAutoscaler with
-//! KEP-4943's `spec.scope` and per-node `status.recommendationGroups`, and
-//! KEP-3920's `Feature`.
+//! The VerticalPodAutoscaler as the API serves it, with KEP-4943's
+//! `spec.scope` and per-node `status.recommendationGroups`: the wire shape
+//! the store converts into [`super::VpaPolicy`] and the recommender reads.
 //!
 //! Fields nodescope does not use are kept in `extra` maps rather than
-//! rejected, so a newer VPA or Feature schema never breaks the store.
+//! rejected, so a newer VPA schema never breaks the store.
 
 use kube::CustomResource;
 use serde::{Deserialize, Serialize};
@@ -161,22 +161,4 @@ pub struct RecommendedContainerResources {
     pub upper_bound: Option<ResourceTexts>,
     #[serde(default)]
     pub uncapped_target: Option<ResourceTexts>,
-}
-
-/// `featureflags.nodescope.dev/v1alpha1` Feature (KEP-3920). The policies
-/// read it as raw JSON params; the type exists so the kube store can watch it.
-#[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize)]
-#[kube(
-    group = "featureflags.nodescope.dev",
-    version = "v1alpha1",
-    kind = "Feature",
-    plural = "features",
-    namespaced,
-    schema = "disabled"
-)]
-pub struct FeatureSpec {
-    #[serde(default)]
-    pub desired: Option<String>,
-    #[serde(flatten)]
-    pub extra: BTreeMap<String, Value>,
 }
