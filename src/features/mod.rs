@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod owned;
 pub mod report;
 pub mod reporter;
+pub mod status;
 pub mod uses;
 pub mod wake;
 

@@ -15,6 +15,7 @@
 //! lifetime threshold and the minimum change. A pod on the VPA-wide
 //! fallback is treated the same way: the store keeps targets only.
 
+mod act;
 pub mod cluster;
 pub mod metrics;
 pub mod plan;
