@@ -6,8 +6,14 @@
 use super::{assert_exit, command, stderr, stdout};
 
 fn refused(value: &str) -> String {
+    refused_from(value, "'--log-level <LOG_LEVEL>'")
+}
+
+/// The refusal, blaming `source`: the flag, or the environment variable
+/// the value came from.
+fn refused_from(value: &str, source: &str) -> String {
     format!(
-        "error: invalid value '{value}' for '--log-level <LOG_LEVEL>': \"{value}\" is not a log \
+        "error: invalid value '{value}' for {source}: \"{value}\" is not a log \
          filter (\"{value}\" is not a level: expected one of \"off\", \"error\", \"warn\", \
          \"info\", \"debug\", \"trace\", or MODULE=LEVEL); such as info, or \
          info,nodescope=debug\n\nFor more information, try '--help'.\n"
@@ -38,6 +44,12 @@ fn nodescope_log_level_that_is_not_a_level_is_refused_by_serve() {
         .output()
         .expect("the binary runs");
     assert_exit(&output, 2);
-    assert_eq!(stderr(&output), refused("nonsense"));
+    assert_eq!(
+        stderr(&output),
+        refused_from(
+            "nonsense",
+            "NODESCOPE_LOG_LEVEL (the environment variable of --log-level)"
+        )
+    );
     assert_eq!(stdout(&output), "");
 }

@@ -154,7 +154,7 @@ fn an_unknown_gate_or_a_bad_cap_exits_2_naming_the_flag() {
         (
             "--max-allowed-cpu-boost",
             "-1",
-            r#""-1": cannot be negative"#,
+            r#"expected a quantity >= 0 (0: no cap), not "-1""#,
         ),
     ] {
         let output = nodescope(&[
