@@ -48,6 +48,11 @@ pub struct BalloonMetrics {
     states: Family<NodeState, Gauge>,
     results: Family<OutcomeLabel, Counter>,
     leader: Gauge,
+    /// Held to write by [`Self::observe`] and to read by [`Self::render`]:
+    /// a pass clears the per-node families and sets them again, and a
+    /// scrape in between would show some nodes and not others (a system
+    /// run saw node-0007's state with node-0025's usable series absent).
+    pass: Arc<std::sync::RwLock<()>>,
 }
 
 impl Default for BalloonMetrics {
@@ -69,6 +74,7 @@ impl BalloonMetrics {
             states: Family::default(),
             results: Family::default(),
             leader: Gauge::default(),
+            pass: Arc::default(),
         };
         for outcome in OUTCOMES {
             let _ = m.results.get_or_create(&OutcomeLabel {
@@ -117,6 +123,10 @@ impl BalloonMetrics {
     /// Replaces the per-node gauges with the pass's numbers (nodes that are
     /// gone disappear).
     pub fn observe(&self, plans: &[NodePlan]) {
+        let _whole = self
+            .pass
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for family in [&self.usable, &self.balloon, &self.requested] {
             family.clear();
         }
@@ -164,6 +174,10 @@ impl BalloonMetrics {
     #[must_use]
     pub fn render(&self) -> String {
         let mut out = String::new();
+        let _whole = self
+            .pass
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let _ = encode(&mut out, &self.registry);
         out
     }
