@@ -312,7 +312,7 @@ fn the_webhook_servers_rbac_reads_without_wildcards_and_writes_only_its_status_l
         lease_roles[0]["rules"],
         serde_json::json!([
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
-             "resourceNames": ["nodescope-webhook"], "verbs": ["get", "update"]},
+             "resourceNames": ["nodescope-webhook"], "verbs": ["get", "patch", "update"]},
             {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
         ])
     );

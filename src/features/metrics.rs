@@ -9,6 +9,8 @@ use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEn
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 
 /// A state as the transitions label it; `none` before the first.
 #[derive(Clone, Copy, Debug, Hash, PartialEq, Eq)]
@@ -85,6 +87,11 @@ pub struct FeatureFamilies {
     reports_missing: Family<FeatureLabel, Gauge>,
     transitions: Family<TransitionLabel, Counter>,
     cleanup_patches: Family<CleanupLabel, Counter>,
+    /// The Features the last pass set series for, so the next removes only
+    /// those that are gone: a pass never clears a family first, because a
+    /// scrape between the clear and the sets would miss Features that are
+    /// there (the balloon controller's per-node families once did).
+    observed: Arc<Mutex<HashSet<FeatureLabel>>>,
 }
 
 /// One Feature as the last pass saw it.
@@ -129,9 +136,7 @@ impl FeatureFamilies {
     /// Replaces the per-Feature series with `features` (a pass's view): the
     /// state gauge is 1 for its state and 0 for the others.
     pub fn observe(&self, features: &[FeatureSample]) {
-        self.state.clear();
-        self.uses.clear();
-        self.reports_missing.clear();
+        let mut now = HashSet::with_capacity(features.len());
         for f in features {
             let current = StateLabel::of(f.state);
             for state in StateLabel::STATES {
@@ -153,7 +158,24 @@ impl FeatureFamilies {
             self.reports_missing
                 .get_or_create(&label)
                 .set(i64::try_from(f.reports_missing).unwrap_or(i64::MAX));
+            now.insert(label);
         }
+        let mut observed = self
+            .observed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for gone in observed.difference(&now) {
+            for state in StateLabel::STATES {
+                self.state.remove(&FeatureStateLabel {
+                    namespace: gone.namespace.clone(),
+                    name: gone.name.clone(),
+                    state,
+                });
+            }
+            self.uses.remove(gone);
+            self.reports_missing.remove(gone);
+        }
+        *observed = now;
     }
 
     /// Counts one state change written.
@@ -264,5 +286,39 @@ mod tests {
             .registry()
             .render()
             .contains("nodescope_leader{lease=\"nodescope-system/nodescope-features\"} 1\n"));
+    }
+
+    fn sample(name: &str, uses: usize) -> FeatureSample {
+        FeatureSample {
+            namespace: "team".into(),
+            name: name.into(),
+            state: Some(crate::features::State::TurningOff),
+            uses,
+            reports_missing: 1,
+        }
+    }
+
+    #[test]
+    fn a_pass_replaces_the_features_it_saw_and_removes_only_those_gone() {
+        let m = FeaturesMetrics::new("nodescope-system/nodescope-features");
+        m.features.observe(&[sample("a", 3), sample("b", 4)]);
+        m.features.observe(&[sample("b", 5)]);
+        let text = m.render();
+        assert!(
+            !text.contains("name=\"a\""),
+            "a Feature that is gone keeps no series: {text}"
+        );
+        assert!(
+            text.contains("nodescope_feature_uses{namespace=\"team\",name=\"b\"} 5\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "nodescope_feature_state{namespace=\"team\",name=\"b\",state=\"TurningOff\"} 1\n"
+            ),
+            "{text}"
+        );
+        m.features.observe(&[]);
+        assert!(!m.render().contains("name=\"b\""), "{}", m.render());
     }
 }

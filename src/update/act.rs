@@ -4,6 +4,7 @@
 //! and resourceVersion, honouring PodDisruptionBudgets), its Events, and
 //! what the next passes must remember of it. Decides nothing: the pass did.
 
+use super::events::Events;
 use super::metrics::UpdaterMetrics;
 use super::plan::{requested, Memory};
 use super::{Action, PodPlan};
@@ -11,7 +12,7 @@ use crate::pods::{evict, resize, ResizeError};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::EventType;
 use kube::Client;
 use std::time::Instant;
 
@@ -46,7 +47,7 @@ impl Outcome {
 
 pub(super) async fn act(
     client: &Client,
-    recorder: &Recorder,
+    events: &Events,
     plan: &PodPlan,
     metrics: &UpdaterMetrics,
 ) -> Outcome {
@@ -82,8 +83,8 @@ pub(super) async fn act(
                     metrics.resized();
                     let at = Timestamp::now().as_second();
                     tracing::info!(pod = %key, reason = %plan.message, "resized in place");
-                    emit(recorder, &pod_ref, "InPlaceResizedByVPA", "Pod was resized in place by nodescope's updater to its node's recommendation.", EventType::Normal).await;
-                    emit(recorder, &vpa_ref, "InPlaceResizedPod", &format!("nodescope's updater resized Pod {} in place to its group's recommendation.", plan.pod), EventType::Normal).await;
+                    events.emit(&pod_ref, "InPlaceResizedByVPA", "Pod was resized in place by nodescope's updater to its node's recommendation.", EventType::Normal);
+                    events.emit(&vpa_ref, "InPlaceResizedPod", &format!("nodescope's updater resized Pod {} in place to its group's recommendation.", plan.pod), EventType::Normal);
                     Outcome::Resized { key, at }
                 }
                 Err(error) => {
@@ -100,14 +101,12 @@ pub(super) async fn act(
                     };
                     metrics.resize_failed(reason);
                     tracing::warn!(%error, "resize refused");
-                    emit(
-                        recorder,
+                    events.emit(
                         &pod_ref,
                         "InPlaceResizeFailed",
                         &error.to_string(),
                         EventType::Warning,
-                    )
-                    .await;
+                    );
                     outcome
                 }
             }
@@ -121,8 +120,8 @@ pub(super) async fn act(
                 Ok(_) => {
                     metrics.evicted();
                     tracing::info!(pod = %key, reason = %plan.message, "evicted");
-                    emit(recorder, &pod_ref, "EvictedByVPA", "Pod was evicted by nodescope's updater to apply its node's recommendation.", EventType::Normal).await;
-                    emit(recorder, &vpa_ref, "EvictedPod", &format!("nodescope's updater evicted Pod {} to apply its group's recommendation.", plan.pod), EventType::Normal).await;
+                    events.emit(&pod_ref, "EvictedByVPA", "Pod was evicted by nodescope's updater to apply its node's recommendation.", EventType::Normal);
+                    events.emit(&vpa_ref, "EvictedPod", &format!("nodescope's updater evicted Pod {} to apply its group's recommendation.", plan.pod), EventType::Normal);
                 }
                 Err(kube::Error::Api(status)) if status.code == 429 => {
                     metrics.eviction_failed("DisruptionBudget");
@@ -131,22 +130,13 @@ pub(super) async fn act(
                         "nodescope's updater could not evict the pod: {}",
                         status.message
                     );
-                    emit(
-                        recorder,
-                        &pod_ref,
-                        "EvictionBlocked",
-                        &note,
-                        EventType::Warning,
-                    )
-                    .await;
-                    emit(
-                        recorder,
+                    events.emit(&pod_ref, "EvictionBlocked", &note, EventType::Warning);
+                    events.emit(
                         &vpa_ref,
                         "EvictionBlocked",
                         &format!("Pod {}: {note}", plan.pod),
                         EventType::Warning,
-                    )
-                    .await;
+                    );
                 }
                 Err(kube::Error::Api(status)) if crate::stale::is_stale(&status) => {
                     metrics.eviction_failed("Stale");
@@ -193,25 +183,6 @@ async fn remove_boost_annotations(client: &Client, plan: &PodPlan, key: &str) {
         Err(error) => {
             tracing::warn!(pod = %key, %error, "startup boost annotations not removed; next pass")
         }
-    }
-}
-
-async fn emit(
-    recorder: &Recorder,
-    reference: &ObjectReference,
-    reason: &str,
-    note: &str,
-    type_: EventType,
-) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Update".to_owned(),
-        secondary: None,
-    };
-    if let Err(error) = recorder.publish(&event, reference).await {
-        tracing::warn!(%error, reason, "event not written");
     }
 }
 

@@ -73,6 +73,7 @@ fn lock(w: &Shared) -> MutexGuard<'_, Workloads> {
 /// When the election cannot start.
 pub async fn run(
     client: Client,
+    events: Client,
     config: LoopConfig,
     metrics: UpdaterMetrics,
     ready: Arc<std::sync::atomic::AtomicBool>,
@@ -97,12 +98,15 @@ pub async fn run(
     tokio::spawn(watch_daemonsets(client.clone(), Arc::clone(&workloads)));
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
     let mut leading = leadership.leading();
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: "nodescope-updater".to_owned(),
-            instance: Some(config.instance.clone()),
-        },
+    let events = super::events::Events::start(
+        Recorder::new(
+            events,
+            Reporter {
+                controller: "nodescope-updater".to_owned(),
+                instance: Some(config.instance.clone()),
+            },
+        ),
+        metrics.clone(),
     );
     let mut memory = Memory::default();
     let mut told = super::told::Told::default();
@@ -170,13 +174,13 @@ pub async fn run(
         let leading_now = || *leading.borrow();
         let outcomes: Vec<Outcome> = futures::stream::iter(acts)
             .map(|plan| {
-                let (client, recorder, metrics) = (&client, &recorder, &metrics);
+                let (client, events, metrics) = (&client, &events, &metrics);
                 async move {
                     if !leading_now() {
                         // Lost the Lease during the pass: the new leader decides.
                         return Outcome::Nothing;
                     }
-                    act(client, recorder, plan, metrics).await
+                    act(client, events, plan, metrics).await
                 }
             })
             .buffer_unordered(config.in_flight.max(1))

@@ -27,6 +27,13 @@ pub const RESIZE_FAILURES: [&str; 3] = ["Infeasible", "Stale", "Error"];
 pub const EVICTION_FAILURES: [&str; 3] = ["DisruptionBudget", "Stale", "Error"];
 /// The steps of a pass, as upstream's execution timer names them.
 pub const STEPS: [&str; 3] = ["plan", "act", "total"];
+/// What became of an Event the updater meant to write, as labels.
+pub const EVENT_RESULTS: [&str; 4] = ["sent", "failed", "dropped_queue_full", "dropped_spam"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: String,
+}
 
 /// The updater's metrics; cheap to clone.
 #[derive(Clone)]
@@ -45,6 +52,7 @@ pub struct UpdaterMetrics {
     latency: Family<StepLabel, Histogram>,
     webhook_fresh: Gauge,
     leader: Gauge,
+    events: Family<ResultLabel, Counter>,
 }
 
 impl Default for UpdaterMetrics {
@@ -77,7 +85,13 @@ impl UpdaterMetrics {
             }),
             webhook_fresh: Gauge::default(),
             leader: Gauge::default(),
+            events: Family::default(),
         };
+        for result in EVENT_RESULTS {
+            let _ = m.events.get_or_create(&ResultLabel {
+                result: result.into(),
+            });
+        }
         for reason in RESIZE_FAILURES {
             let _ = m.failed_in_place.get_or_create(&ReasonLabel {
                 reason: reason.into(),
@@ -152,6 +166,11 @@ impl UpdaterMetrics {
             "1 while this replica holds the updater's Lease, else 0",
             m.leader.clone(),
         );
+        registry.register(
+            "nodescope_updater_events",
+            "Events the updater meant to write, by result (dropped_queue_full: 1,000 were waiting; dropped_spam: 25 on one object within five minutes)",
+            m.events.clone(),
+        );
         UpdaterMetrics {
             registry: Arc::new(registry),
             ..m
@@ -218,6 +237,15 @@ impl UpdaterMetrics {
         self.webhook_fresh.set(i64::from(fresh));
     }
 
+    /// One Event's fate (`result` from [`EVENT_RESULTS`]).
+    pub fn event(&self, result: &str) {
+        self.events
+            .get_or_create(&ResultLabel {
+                result: result.into(),
+            })
+            .inc();
+    }
+
     /// Whether this replica leads.
     pub fn leader(&self, leading: bool) {
         self.leader.set(i64::from(leading));
@@ -254,6 +282,8 @@ mod tests {
             "nodescope_updater_execution_latency_seconds_count{step=\"total\"} 0",
             "nodescope_updater_webhook_lease_fresh 0",
             "nodescope_updater_leader 0",
+            "nodescope_updater_events_total{result=\"dropped_queue_full\"} 0",
+            "nodescope_updater_events_total{result=\"dropped_spam\"} 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

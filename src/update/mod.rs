@@ -17,6 +17,7 @@
 
 mod act;
 pub mod cluster;
+pub mod events;
 pub mod metrics;
 pub mod plan;
 pub mod priority;

@@ -5,7 +5,7 @@
 //! nothing.
 
 use crate::kubelet::{bytes, milli};
-use crate::scenario::{say, World};
+use crate::scenario::{say, until, World};
 use crate::steps::node_of;
 use crate::support::nodescope::scrape;
 use crate::workloads::{daemonset_of, pod_resources};
@@ -97,17 +97,53 @@ pub async fn run(world: &mut World) {
         (shapes.len(), 1, rows.len() - shapes.len() - 1),
         "balloon status: {out}"
     );
-    // The controller's gauges follow its next pass.
+    // The controller's gauges follow a pass that saw every resize and the
+    // refusal: wait for a scrape that shows them all, not one instant's.
     let port = world.component("nodescope-balloon").metrics_port;
-    let mut metrics = String::new();
-    for _ in 0..30 {
-        metrics = scrape(port).await;
-        let refused = r#"nodescope_balloon_node_state{node="node-0007",state="Refused"}"#;
-        if value(&metrics, refused) == Some(1.0) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-    }
+    let expected: Vec<(String, f64)> = shapes
+        .iter()
+        .map(|shape| {
+            (
+                format!(
+                    "nodescope_balloon_usable{{node=\"{}\",resource=\"cpu\"}}",
+                    shape.name
+                ),
+                usable(shape.cpu, shape.memory).0 as f64 / 1000.0,
+            )
+        })
+        .chain(std::iter::once((
+            format!(
+                "nodescope_balloon_node_state{{node=\"{}\",state=\"Refused\"}}",
+                refused.name
+            ),
+            1.0,
+        )))
+        .collect();
+    let expected = std::sync::Arc::new(expected);
+    until(
+        world,
+        "the balloon controller's gauges at every set balloon and the refusal",
+        std::time::Duration::from_secs(60),
+        |_| {
+            let expected = expected.clone();
+            Box::pin(async move {
+                let metrics = scrape(port).await;
+                let off: Vec<String> = expected
+                    .iter()
+                    .filter(|(series, want)| value(&metrics, series) != Some(*want))
+                    .map(|(series, want)| {
+                        format!("{series} {:?}, want {want}", value(&metrics, series))
+                    })
+                    .collect();
+                if off.is_empty() {
+                    Ok(())
+                } else {
+                    Err(off.join("; "))
+                }
+            })
+        },
+    )
+    .await;
     for shape in &shapes {
         let (cpu, memory) = usable(shape.cpu, shape.memory);
         let row = rows
@@ -130,15 +166,6 @@ pub async fn run(world: &mut World) {
             shape.cpu - cpu,
             "{row}"
         );
-        let series = format!(
-            "nodescope_balloon_usable{{node=\"{}\",resource=\"cpu\"}}",
-            shape.name
-        );
-        assert_eq!(
-            value(&metrics, &series),
-            Some(cpu as f64 / 1000.0),
-            "{series}"
-        );
     }
     let row = rows
         .iter()
@@ -146,11 +173,6 @@ pub async fn run(world: &mut World) {
         .unwrap_or_else(|| panic!("no row for {}", refused.name));
     assert_eq!(row["state"], "Refused", "{row}");
     assert_eq!(row["balloon"]["cpu"], "500m", "{row}");
-    let state = format!(
-        "nodescope_balloon_node_state{{node=\"{}\",state=\"Refused\"}}",
-        refused.name
-    );
-    assert_eq!(value(&metrics, &state), Some(1.0), "{state}");
 
     // Every balloon resize came from `set`, one each; nothing evicted.
     let after = world.ledger.book();

@@ -20,6 +20,7 @@ mod components;
 mod deferred;
 mod disable;
 mod faults;
+mod floor;
 mod front;
 mod install;
 mod join;

@@ -12,6 +12,10 @@ pub struct Report {
     pub converged: Option<Duration>,
     /// And those two, after their eviction.
     pub all_at_group: Option<Duration>,
+    /// A bare client's resizes (floor.rs).
+    pub floor: crate::floor::Floor,
+    /// Step 2's resizes and seconds from the groups to every pod at its group.
+    pub step2: Option<(usize, f64)>,
 }
 
 /// Who made a request, in the report's words.
@@ -96,6 +100,21 @@ impl Report {
             println!(
                 "system:   every pod at its group (but the two deferred) {:.1} s after the start",
                 t.as_secs_f64()
+            );
+        }
+        let f = self.floor;
+        println!(
+            "system:   floor: {} resizes by a bare client, paced as the updater: sent {:.1} s, actuated {:.1} s; unpaced: sent {:.1} s, actuated {:.1} s",
+            f.paced.writes,
+            f.paced.sent.as_secs_f64(),
+            f.paced.actuated.as_secs_f64(),
+            f.unpaced.sent.as_secs_f64(),
+            f.unpaced.actuated.as_secs_f64(),
+        );
+        if let Some((resizes, took)) = self.step2 {
+            println!(
+                "system:   step 2: {resizes} resizes, every pod at its group {took:.1} s after the groups; {}",
+                f.beside(resizes, took)
             );
         }
         if let Some(t) = self.all_at_group {

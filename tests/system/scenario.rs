@@ -335,6 +335,14 @@ pub async fn run(assets: &SystemAssets, n: usize) {
                 deployment: "nodescope-updater",
                 overrides: vec![
                     ("--updater-interval", "2s".to_owned()),
+                    (
+                        "--kube-api-qps",
+                        crate::floor::UPDATER_PACE.kube_api_qps.to_string(),
+                    ),
+                    (
+                        "--kube-api-burst",
+                        crate::floor::UPDATER_PACE.kube_api_burst.to_string(),
+                    ),
                     ("--eviction-tolerance", TOLERANCE.to_string()),
                     // Groups carry targets only (PR #10012), so a pod inside no
                     // range waits this long; a cluster's pods are days old, these
@@ -421,6 +429,7 @@ pub async fn run(assets: &SystemAssets, n: usize) {
         logs_kept: std::sync::atomic::AtomicBool::new(false),
     };
     steps::created(&mut world).await;
+    crate::floor::measure(&mut world).await;
     steps::converge(&mut world).await;
     // While node-0000's resizes wait out upstream's 5 minutes:
     // A node in zone-a: zone-c's group is also the VPA-wide value (the

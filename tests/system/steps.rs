@@ -134,6 +134,7 @@ pub async fn converge(world: &mut World) {
         },
     )
     .await;
+    let written = std::time::Instant::now();
     say(
         world.began,
         &format!(
@@ -213,11 +214,14 @@ pub async fn converge(world: &mut World) {
         agent["zone-c"] != agent["zone-a"] && agent[""] != agent["zone-a"],
         "{agent:?}"
     );
+    let resizes = Book::count(&book.resized, "agent") + Book::count(&book.resized, "exporter");
+    let after_groups = written.elapsed().as_secs_f64();
+    world.report.step2 = Some((resizes, after_groups));
     say(world.began, &format!(
-        "step 2: every pod at its group (but {}'s two, deferred) in {:.1} s: {} resizes in place, most disrupted at once agent {} exporter {} (tolerance {limit}), 0 evictions, logger untouched",
+        "step 2: every pod at its group (but {}'s two, deferred) in {:.1} s, {after_groups:.1} s after the groups ({}); {resizes} resizes in place, most disrupted at once agent {} exporter {} (tolerance {limit}), 0 evictions, logger untouched",
         crate::deferred::NODE,
         began.elapsed().as_secs_f64(),
-        Book::count(&book.resized, "agent") + Book::count(&book.resized, "exporter"),
+        world.report.floor.beside(resizes, after_groups),
         Book::count(&book.max_disrupted, "agent"),
         Book::count(&book.max_disrupted, "exporter"),
     ));

@@ -464,8 +464,17 @@ pub async fn run_cluster(args: &UpdateArgs) -> Result<ExitCode, String> {
         eviction_rate: (args.eviction_rate_limit, args.eviction_rate_burst),
         in_flight: args.pace.in_flight(),
     };
+    // The Events' own client, so its bucket paces them apart from the
+    // writes (update/events.rs).
+    let events = args
+        .cluster
+        .connect_paced(cluster::Retry::Off, &args.pace)
+        .await
+        .map_err(|e| e.to_string())?
+        .client;
     let result = crate::update::cluster::run(
         client,
+        events,
         config,
         metrics,
         ready,

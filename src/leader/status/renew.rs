@@ -6,7 +6,7 @@
 use super::StatusLease;
 use crate::metrics::{StatusLeaseMetrics, StatusLeaseRenewal};
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
 use std::future::Future;
 use std::time::{Duration, SystemTime};
@@ -64,28 +64,31 @@ pub async fn run(
     }
 }
 
-/// One renewal: read the Lease, then create it, or replace it with the
-/// resourceVersion read. A conflict means another replica wrote between
-/// the read and the write, so the Lease is fresh anyway (upstream ignores
-/// it too).
+/// The field manager of every replica's renewal: one manager, so that two
+/// replicas renewing at once both land (the later renewTime wins) instead
+/// of one losing a resourceVersion race with a 409.
+pub const FIELD_MANAGER: &str = "nodescope-webhook";
+
+/// One renewal: the holder, renewTime and duration applied server-side
+/// (forced, so a Lease another manager touched is still renewed). No read
+/// first and no resourceVersion: two replicas renewing together used to
+/// race a GET and a replace, and the loser counted a 409 (issue 41).
 ///
 /// # Errors
-/// Any other answer of the apiserver, or none.
+/// Any answer of the apiserver but success, or none.
 pub async fn renew_once(
     api: &Api<Lease>,
     status: &StatusLease,
 ) -> Result<StatusLeaseRenewal, kube::Error> {
-    let current = api.get_opt(&status.name).await?;
-    let lease = status.renewed(current.as_ref(), SystemTime::now());
-    let written = match current {
-        None => api.create(&PostParams::default(), &lease).await,
-        Some(_) => {
-            api.replace(&status.name, &PostParams::default(), &lease)
-                .await
-        }
-    };
-    match written {
+    let lease = status.renewed(None, SystemTime::now());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    match api
+        .patch(&status.name, &params, &Patch::Apply(&lease))
+        .await
+    {
         Ok(_) => Ok(StatusLeaseRenewal::Success),
+        // Only an unforced apply conflicts; kept so that a 409 from anything
+        // in between is counted, not reported as a failure.
         Err(kube::Error::Api(status)) if status.code == 409 => Ok(StatusLeaseRenewal::Conflict),
         Err(error) => Err(error),
     }

@@ -101,10 +101,12 @@ pub async fn run(world: &mut World) {
         .value("sum(nodescope_updater_leader)")
         .await;
     say(world.began, &format!(
-        "fault 2: leader {leader} killed after {done} of {} resizes; {} led {handover:.2} s after the last renewal ({from_kill:.2} s after the kill; Lease {} s) and finished; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; all at group {:.1} s after the kill; updater leaders now {leaders:?}",
+        "fault 2: leader {leader} killed after {done} of {} resizes; {} led {handover:.2} s after the last renewal ({from_kill:.2} s after the kill; Lease {} s) and finished; each pod resized once, most at once {most} (tolerance {limit}), 0 evictions; all at group {:.1} s after the kill, {:.1} s after the new leader took over ({}); updater leaders now {leaders:?}",
         agents,
         after.holder,
         last.duration,
-        killed.elapsed().as_secs_f64()
+        killed.elapsed().as_secs_f64(),
+        killed.elapsed().as_secs_f64() - from_kill,
+        world.report.floor.beside(agents.saturating_sub(done), killed.elapsed().as_secs_f64() - from_kill),
     ));
 }

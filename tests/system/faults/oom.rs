@@ -109,11 +109,13 @@ pub async fn run(world: &mut World) {
     }
     bumped.sort_unstable();
     say(world.began, &format!(
-        "fault 4: {} agent pods OOM-killed, none Ready; groups raised {:.1} s later ({:?}); every agent pod resized in place, none evicted, all Ready again {:.1} s after the kills; memory raised by {} to {} MiB",
+        "fault 4: {} agent pods OOM-killed, none Ready; groups raised {:.1} s later ({:?}); every agent pod resized in place, none evicted, all Ready again {:.1} s after the kills, {:.1} s after the groups ({}); memory raised by {} to {} MiB",
         before.len(),
         raised_in.as_secs_f64(),
         raised.0.get("agent"),
         killed.elapsed().as_secs_f64(),
+        (killed.elapsed() - raised_in).as_secs_f64(),
+        world.report.floor.beside(before.len(), (killed.elapsed() - raised_in).as_secs_f64()),
         bumped.first().copied().unwrap_or(0) / (1024 * 1024),
         bumped.last().copied().unwrap_or(0) / (1024 * 1024),
     ));

@@ -130,10 +130,11 @@ pub async fn run(world: &mut World) {
     let others = agent_resized_once(world, &pods, Some(&joined), "with watches cut");
     let stale = world.prometheus.value(STALE).await.unwrap_or(0.0) - stale_before;
     say(world.began, &format!(
-        "fault 6: every connection to the apiserver cut ({first} at first), then every {} s ({} cuts, {} connections): {joined}'s agent pod {how}; {others} other agent pods resized once each, 0 evictions, all at group {:.1} s after the write; {stale} stale decisions refused by the apiserver and taken again",
+        "fault 6: every connection to the apiserver cut ({first} at first), then every {} s ({} cuts, {} connections): {joined}'s agent pod {how}; {others} other agent pods resized once each, 0 evictions, all at group {:.1} s after the write ({}); {stale} stale decisions refused by the apiserver and taken again",
         EVERY.as_secs(),
         cuts.len(),
         cuts.iter().sum::<usize>(),
-        converged.as_secs_f64()
+        converged.as_secs_f64(),
+        world.report.floor.beside(others + 1, converged.as_secs_f64()),
     ));
 }

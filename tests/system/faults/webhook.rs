@@ -215,9 +215,10 @@ pub async fn run(world: &mut World) {
     set_mode(world, "exporter", "InPlaceOrRecreate").await;
     world.ledger.measure(false);
     say(world.began, &format!(
-        "fault 1: webhook away {:.1} s; back, the Lease fresh again in {:.1} s; {nodes} exporter pods evicted (most at once {most}, tolerance {limit}), each replacement sized at creation; all at group {:.1} s after the return; both alerts resolved",
+        "fault 1: webhook away {:.1} s; back, the Lease fresh again in {:.1} s; {nodes} exporter pods evicted (most at once {most}, tolerance {limit}), each replacement sized at creation; all at group {:.1} s after the return ({}; an eviction also waits for its replacement's creation, binding and start); both alerts resolved",
         away.as_secs_f64(),
         renewed.as_secs_f64(),
-        back.elapsed().as_secs_f64()
+        back.elapsed().as_secs_f64(),
+        world.report.floor.beside(nodes, back.elapsed().as_secs_f64()),
     ));
 }

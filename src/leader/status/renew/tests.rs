@@ -1,5 +1,6 @@
 //! The renewal against an in-memory apiserver that keeps one Lease with a
-//! resourceVersion, as the real one does for create, read and replace.
+//! resourceVersion, and takes a forced server-side apply as the real one
+//! does: creating the Lease or replacing the fields applied.
 
 use super::*;
 use crate::leader::status::{lease_is_fresh, renew_time, DEFAULT_LEASE_NAME};
@@ -19,8 +20,6 @@ struct Apiserver {
     calls: Mutex<Vec<String>>,
     /// Every call answers 500.
     failing: AtomicBool,
-    /// Another replica writes the Lease right after each of our reads.
-    racing: AtomicBool,
 }
 
 fn status_body(code: u16, reason: &str) -> (u16, String) {
@@ -58,30 +57,16 @@ impl Apiserver {
         let named = format!("{PATH}/{DEFAULT_LEASE_NAME}");
         let sent: Option<Lease> = serde_json::from_slice(body).ok();
         match (method, path) {
-            ("GET", p) if p == named => match self.stored() {
-                None => status_body(404, "NotFound"),
-                Some(lease) => {
-                    let text = serde_json::to_string(&lease).unwrap_or_default();
-                    if self.racing.load(Ordering::SeqCst) {
-                        self.store(lease);
+            ("PATCH", p) if p == format!("{named}?&force=true&fieldManager={FIELD_MANAGER}") => {
+                match (self.stored(), sent) {
+                    (_, None) => status_body(400, "BadRequest"),
+                    (None, Some(lease)) => (201, self.store(lease)),
+                    (Some(mut stored), Some(lease)) => {
+                        stored.spec = lease.spec;
+                        (200, self.store(stored))
                     }
-                    (200, text)
                 }
-            },
-            ("POST", PATH) => match (self.stored(), sent) {
-                (Some(_), _) => status_body(409, "AlreadyExists"),
-                (None, Some(lease)) => (201, self.store(lease)),
-                (None, None) => status_body(400, "BadRequest"),
-            },
-            ("PUT", p) if p == named => match (self.stored(), sent) {
-                (Some(stored), Some(lease))
-                    if stored.metadata.resource_version == lease.metadata.resource_version =>
-                {
-                    (200, self.store(lease))
-                }
-                (Some(_), Some(_)) => status_body(409, "Conflict"),
-                _ => status_body(404, "NotFound"),
-            },
+            }
             _ => status_body(404, "NotFound"),
         }
     }
@@ -93,7 +78,11 @@ fn client(server: &Arc<Apiserver>) -> Client {
         let server = server.clone();
         async move {
             let method = request.method().to_string();
-            let path = request.uri().path().to_owned();
+            let path = request
+                .uri()
+                .path_and_query()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             let body = request
                 .into_body()
                 .collect()
@@ -129,11 +118,16 @@ fn holder(lease: Option<Lease>) -> Option<String> {
 }
 
 #[tokio::test]
-async fn the_first_renewal_creates_the_lease_and_the_next_replaces_it_by_resource_version() {
+async fn each_renewal_is_one_forced_apply_that_creates_the_lease_then_renews_it() {
     let server = Arc::new(Apiserver::default());
     let api = api(&server);
     let first = renew_once(&api, &status("nodescope-a")).await;
-    assert_eq!(first.ok(), Some(StatusLeaseRenewal::Success));
+    assert_eq!(
+        first.ok(),
+        Some(StatusLeaseRenewal::Success),
+        "{:?}",
+        server.calls()
+    );
     assert_eq!(holder(server.stored()).as_deref(), Some("nodescope-a"));
     let second = renew_once(&api, &status("nodescope-b")).await;
     assert_eq!(second.ok(), Some(StatusLeaseRenewal::Success));
@@ -145,31 +139,33 @@ async fn the_first_renewal_creates_the_lease_and_the_next_replaces_it_by_resourc
             .and_then(|l| l.metadata.resource_version.as_deref()),
         Some("2")
     );
+    assert_eq!(
+        stored
+            .as_ref()
+            .and_then(|l| l.metadata.labels.clone())
+            .and_then(|l| l.get("app.kubernetes.io/component").cloned())
+            .as_deref(),
+        Some("webhook")
+    );
     assert!(lease_is_fresh(
         stored.as_ref().and_then(renew_time),
         SystemTime::now(),
         Duration::from_secs(60)
     ));
-    assert_eq!(
-        server.calls(),
-        [
-            format!("GET {PATH}/{DEFAULT_LEASE_NAME}"),
-            format!("POST {PATH}"),
-            format!("GET {PATH}/{DEFAULT_LEASE_NAME}"),
-            format!("PUT {PATH}/{DEFAULT_LEASE_NAME}"),
-        ]
-    );
+    let apply =
+        format!("PATCH {PATH}/{DEFAULT_LEASE_NAME}?&force=true&fieldManager={FIELD_MANAGER}");
+    assert_eq!(server.calls(), [apply.clone(), apply]);
 }
 
 #[tokio::test]
-async fn a_replica_that_loses_the_race_to_another_counts_a_conflict_and_overwrites_nothing() {
+async fn two_replicas_renewing_together_both_land_without_a_conflict() {
     let server = Arc::new(Apiserver::default());
-    let api = api(&server);
-    assert!(renew_once(&api, &status("nodescope-a")).await.is_ok());
-    server.racing.store(true, Ordering::SeqCst);
-    let raced = renew_once(&api, &status("nodescope-b")).await;
-    assert_eq!(raced.ok(), Some(StatusLeaseRenewal::Conflict));
-    assert_eq!(holder(server.stored()).as_deref(), Some("nodescope-a"));
+    let (a, b) = (api(&server), api(&server));
+    let (sa, sb) = (status("nodescope-a"), status("nodescope-b"));
+    let (ra, rb) = tokio::join!(renew_once(&a, &sa), renew_once(&b, &sb));
+    assert_eq!(ra.ok(), Some(StatusLeaseRenewal::Success));
+    assert_eq!(rb.ok(), Some(StatusLeaseRenewal::Success));
+    assert!(server.calls().iter().all(|c| c.starts_with("PATCH ")));
 }
 
 #[tokio::test]
