@@ -36,6 +36,7 @@ struct Queued {
 pub struct Events {
     queue: mpsc::Sender<Queued>,
     metrics: UpdaterMetrics,
+    dropped: std::sync::Arc<crate::throttle::Throttle>,
 }
 
 impl Events {
@@ -45,7 +46,11 @@ impl Events {
     pub fn start(recorder: Recorder, metrics: UpdaterMetrics) -> Self {
         let (queue, receiver) = mpsc::channel(QUEUED);
         tokio::spawn(send(recorder, receiver, metrics.clone()));
-        Events { queue, metrics }
+        Events {
+            queue,
+            metrics,
+            dropped: std::sync::Arc::default(),
+        }
     }
 
     /// Queues one Event; drops it (counted) when [`QUEUED`] are waiting.
@@ -63,6 +68,13 @@ impl Events {
         };
         if self.queue.try_send(queued).is_err() {
             self.metrics.event("dropped_queue_full");
+            if let Some(held_back) = self.dropped.admit() {
+                tracing::warn!(
+                    reason,
+                    held_back,
+                    "event dropped: {QUEUED} are waiting to be written"
+                );
+            }
         }
     }
 }
@@ -86,6 +98,7 @@ async fn send(recorder: Recorder, mut receiver: mpsc::Receiver<Queued>, metrics:
     };
     let spam = RateLimiter::hashmap(quota);
     let mut since_prune = 0u32;
+    let failures = crate::throttle::Throttle::new();
     while let Some(Queued { reference, event }) = receiver.recv().await {
         since_prune += 1;
         if since_prune >= PRUNE_EVERY {
@@ -101,7 +114,11 @@ async fn send(recorder: Recorder, mut receiver: mpsc::Receiver<Queued>, metrics:
             Ok(()) => metrics.event("sent"),
             Err(error) => {
                 metrics.event("failed");
-                tracing::warn!(%error, reason = %event.reason, "event not written");
+                // An apiserver away fails every queued Event: a few lines,
+                // then one a second saying how many were held back.
+                if let Some(held_back) = failures.admit() {
+                    tracing::warn!(%error, reason = %event.reason, held_back, "event not written");
+                }
             }
         }
     }

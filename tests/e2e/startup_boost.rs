@@ -201,8 +201,21 @@ pub async fn run(plane: &ControlPlane) {
         "{reason}"
     );
     println!("  update --plan before durationSeconds: deferred ({reason})");
-    tokio::time::sleep(Duration::from_secs(DURATION + 1)).await;
-    let (action, reason) = plan_of(&first);
+    // The boost ends DURATION seconds after Ready: wait for the plan to say
+    // so, not for the clock.
+    let first_pod = first.clone();
+    let (action, reason) = eventually(
+        "the plan's unboost after durationSeconds",
+        Duration::from_secs(DURATION + 30),
+        || {
+            let first_pod = first_pod.clone();
+            async move {
+                let (action, reason) = plan_of(&first_pod);
+                (action != "deferred").then_some((action, reason))
+            }
+        },
+    )
+    .await;
     assert_eq!(action, "resize", "{reason}");
     assert!(reason.starts_with("unboost: "), "{reason}");
     println!("  update --plan after durationSeconds: resize ({reason})");

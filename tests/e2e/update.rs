@@ -243,6 +243,33 @@ async fn resized(pods: &Api<Pod>, names: &[String]) -> Vec<String> {
     out
 }
 
+/// Passes the two replicas have finished (only the leader passes).
+async fn passes(ports: (u16, u16)) -> u64 {
+    let mut total = 0;
+    for port in [ports.0, ports.1] {
+        let text = crate::support::nodescope::scrape(port).await;
+        total += text
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("nodescope_updater_execution_latency_seconds_count{step=\"total\"} ")
+            })
+            .and_then(|n| n.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+    }
+    total
+}
+
+/// Waits until the leader has begun and finished a whole pass after this
+/// call: what it would do with the cluster as it is now, it has done. A
+/// check that something did not happen follows this, never a sleep.
+async fn a_whole_pass(ports: (u16, u16)) {
+    let now = passes(ports).await;
+    eventually("two more updater passes", LIMIT, || async move {
+        (passes(ports).await >= now + 2).then_some(())
+    })
+    .await;
+}
+
 async fn event_reasons(client: &Client, pod: &str) -> Vec<String> {
     let events: Api<Event> = Api::namespaced(client.clone(), NS);
     let list = events
@@ -302,7 +329,7 @@ pub async fn run(plane: &ControlPlane) {
         (r.len() >= 2).then_some(r)
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    a_whole_pass((port_a, port_b)).await;
     assert_eq!(
         resized(&pods, &agents).await,
         first,
@@ -333,12 +360,14 @@ pub async fn run(plane: &ControlPlane) {
             "{name} in {zone}"
         );
         actuate(&client, &pods, name).await;
-        assert!(
+        // Events are sent beside the writes (update/events.rs), so after them.
+        eventually(&format!("{name}: InPlaceResizedByVPA"), LIMIT, || async {
             event_reasons(&client, name)
                 .await
-                .contains(&"InPlaceResizedByVPA".to_owned()),
-            "{name}: event"
-        );
+                .contains(&"InPlaceResizedByVPA".to_owned())
+                .then_some(())
+        })
+        .await;
     }
 
     // The plan against the cluster agrees: nothing left to do for them.
@@ -395,7 +424,7 @@ pub async fn run(plane: &ControlPlane) {
     let was = |cpu: &str, memory: &str, lcpu: &str, lmem: &str| json!({"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": lcpu, "memory": lmem}});
     // First with a stale webhook Lease: no eviction.
     webhook_lease(&client, 3600).await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    a_whole_pass((port_a, port_b)).await;
     apply_status(
         &client,
         &infeasible(&victim, was("50m", "64Mi", "100m", "128Mi")),
@@ -406,7 +435,7 @@ pub async fn run(plane: &ControlPlane) {
         &infeasible(&inplace, was("100m", "100Mi", "200m", "200Mi")),
     )
     .await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    a_whole_pass((port_a, port_b)).await;
     let stale = pods.get(&victim).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(
         stale.metadata.deletion_timestamp.is_none(),
@@ -440,11 +469,15 @@ pub async fn run(plane: &ControlPlane) {
             .map(|_| ())
     })
     .await;
-    assert!(event_reasons(&client, &victim)
-        .await
-        .contains(&"EvictedByVPA".to_owned()));
+    eventually("EvictedByVPA on the evicted pod", LIMIT, || async {
+        event_reasons(&client, &victim)
+            .await
+            .contains(&"EvictedByVPA".to_owned())
+            .then_some(())
+    })
+    .await;
     // InPlace never evicts.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    a_whole_pass((port_a, port_b)).await;
     let kept = pods.get(&inplace).await.unwrap_or_else(|e| panic!("{e}"));
     assert!(
         kept.metadata.deletion_timestamp.is_none(),

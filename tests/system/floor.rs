@@ -50,7 +50,9 @@ pub struct Floor {
 
 impl Floor {
     /// The paced floor for `writes` of the same kind: the measured seconds
-    /// per write, scaled (0 when nothing was measured).
+    /// per write, scaled (0 when nothing was measured). For a fault that
+    /// changes one DaemonSet this is stricter than a floor measured on it:
+    /// its waves are half as wide but wait as long for the kubelet.
     pub fn for_writes(&self, writes: usize) -> f64 {
         if self.paced.writes == 0 {
             return 0.0;
@@ -58,8 +60,10 @@ impl Floor {
         self.paced.actuated.as_secs_f64() * writes as f64 / self.paced.writes as f64
     }
 
-    /// "convergence X s; floor Y s (sent) / Z s (actuated) for K writes;
-    /// ratio R", for a step's or a fault's line.
+    /// "floor for K writes S s sent, A s actuated: Rx the floor actuated,
+    /// Qx its sends", for a step's or a fault's line. Convergence is every
+    /// pod actuated at its group, so the actuated floor is its like; the
+    /// sends alone are the bound no kubelet could lower.
     pub fn beside(&self, writes: usize, took: f64) -> String {
         let floor = self.for_writes(writes);
         let sent = if self.paced.writes == 0 {
@@ -67,9 +71,11 @@ impl Floor {
         } else {
             self.paced.sent.as_secs_f64() * writes as f64 / self.paced.writes as f64
         };
-        let ratio = if floor > 0.0 { took / floor } else { 0.0 };
+        let ratio = |of: f64| if of > 0.0 { took / of } else { 0.0 };
         format!(
-            "floor for {writes} writes {sent:.1} s sent, {floor:.1} s actuated: {ratio:.2}x the floor"
+            "floor for {writes} writes {sent:.1} s sent, {floor:.1} s actuated: {:.2}x the floor actuated, {:.2}x its sends",
+            ratio(floor),
+            ratio(sent)
         )
     }
 }

@@ -115,7 +115,11 @@ pub async fn run(world: &mut World) {
         raised.0.get("agent"),
         killed.elapsed().as_secs_f64(),
         (killed.elapsed() - raised_in).as_secs_f64(),
-        world.report.floor.beside(before.len(), (killed.elapsed() - raised_in).as_secs_f64()),
+        world.report.floor.beside(
+            crate::ledger::Book::count(&book.resized, "agent")
+                + crate::ledger::Book::count(&book.resized, "exporter"),
+            (killed.elapsed() - raised_in).as_secs_f64()
+        ),
         bumped.first().copied().unwrap_or(0) / (1024 * 1024),
         bumped.last().copied().unwrap_or(0) / (1024 * 1024),
     ));
