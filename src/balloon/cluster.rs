@@ -1,4 +1,5 @@
-//! The balloon controller against a cluster: watches of Nodes and Pods,
+//! The balloon controller against a cluster: watches of Nodes and Pods
+//! (each event read down to what a pass decides with, [`super::watched`]),
 //! one pass every `--interval` while this replica holds the Lease, and the
 //! writes the pass decided: `pods/resize` of the balloon (guarded by its
 //! resourceVersion, through [`crate::pods::resize`]), the Node's state
@@ -6,7 +7,8 @@
 //! infeasible or deferred. It never evicts or preempts.
 
 use super::metrics::BalloonMetrics;
-use super::{plan_objects, BalloonConfig, NodePlan, State, REASON_ANNOTATION, STATE_ANNOTATION};
+use super::watched::{lock, NodeWatch, PodWatch, Watched, Written};
+use super::{plan, BalloonConfig, NodePlan, State, REASON_ANNOTATION, STATE_ANNOTATION};
 use crate::leader::{self, LeaseConfig};
 use crate::pods::{resize, ResizeError};
 use crate::throttle::Throttle;
@@ -15,13 +17,12 @@ use governor::Quota;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Client, Resource as _};
+use kube::Client;
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How the controller runs against a cluster.
@@ -48,7 +49,8 @@ pub enum ClusterError {
     Leader(#[from] leader::LeaderError),
 }
 
-fn watch<K>(client: &Client) -> Store<K>
+/// Runs one watch of `K` into `state` through `on`, until the process ends.
+fn watch<K, W>(client: &Client, state: &Arc<Mutex<Watched>>, mut handler: W)
 where
     K: kube::Resource<DynamicType = ()>
         + Clone
@@ -57,52 +59,21 @@ where
         + Send
         + Sync
         + 'static,
+    W: FnMut(watcher::Event<K>, &Mutex<Watched>, &Throttle) + Send + 'static,
 {
-    let (reader, writer) = reflector::store::<K>();
-    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(writer)
-        .applied_objects()
-        .for_each(|_| async {});
-    tokio::spawn(stream);
-    reader
-}
-
-/// The stores' objects as JSON, with their kinds.
-fn objects(nodes: &Store<Node>, pods: &Store<Pod>) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    for (kind, values) in [
-        (
-            "Node",
-            nodes
-                .state()
-                .iter()
-                .map(|n| serde_json::to_value(&**n))
-                .collect::<Vec<_>>(),
-        ),
-        (
-            "Pod",
-            pods.state()
-                .iter()
-                .map(|p| serde_json::to_value(&**p))
-                .collect(),
-        ),
-    ] {
-        for mut v in values.into_iter().flatten() {
-            v["kind"] = kind.into();
-            out.push(v);
+    let state = Arc::clone(state);
+    let events =
+        watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff();
+    let throttle = Throttle::new();
+    tokio::spawn(async move {
+        let mut events = std::pin::pin!(events);
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => handler(event, &state, &throttle),
+                Err(error) => tracing::warn!(%error, "watch failed; retrying"),
+            }
         }
-    }
-    out
-}
-
-/// What the Node holds now: its UID (for Events) and the state
-/// annotations the controller last wrote.
-#[derive(Clone, Debug, Default)]
-struct Written {
-    uid: Option<String>,
-    state: Option<String>,
-    reason: Option<String>,
+    });
 }
 
 /// Runs until `shutdown`, then releases the Lease.
@@ -116,17 +87,11 @@ pub async fn run(
     ready: Arc<AtomicBool>,
     shutdown: impl std::future::Future<Output = ()>,
 ) -> Result<(), ClusterError> {
-    let nodes = watch::<Node>(&client);
-    let pods = watch::<Pod>(&client);
-    let synced = Arc::new(AtomicBool::new(false));
-    {
-        let (nodes, pods, synced) = (nodes.clone(), pods.clone(), Arc::clone(&synced));
-        tokio::spawn(async move {
-            if nodes.wait_until_ready().await.is_ok() && pods.wait_until_ready().await.is_ok() {
-                synced.store(true, Ordering::SeqCst);
-            }
-        });
-    }
+    let state: Arc<Mutex<Watched>> = Arc::default();
+    let mut node_watch = NodeWatch::default();
+    watch::<Node, _>(&client, &state, move |e, s, t| node_watch.on(e, s, t));
+    let mut pod_watch = PodWatch::default();
+    watch::<Pod, _>(&client, &state, move |e, s, t| pod_watch.on(e, s, t));
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
     let mut leading = leadership.leading();
     let recorder = Recorder::new(
@@ -150,36 +115,30 @@ pub async fn run(
         }
         let is_leader = *leading.borrow();
         metrics.leader(is_leader);
-        let is_synced = synced.load(Ordering::SeqCst);
+        // The plans and what the writes read, under the lock; the writes
+        // after it, so that the watches go on while they are in flight.
+        let (is_synced, plans, written) = {
+            let s = lock(&state);
+            if s.synced() {
+                let plans = plan(s.nodes.values().map(|n| &n.node), &s.pods, &config.balloon);
+                let written: HashMap<String, Written> = plans
+                    .iter()
+                    .filter_map(|p| s.nodes.get(&p.node))
+                    .map(|n| (n.node.name.clone(), n.written.clone()))
+                    .collect();
+                (true, plans, written)
+            } else {
+                (false, Vec::new(), HashMap::new())
+            }
+        };
         ready.store(is_synced, Ordering::SeqCst);
         if !is_synced {
             continue;
         }
-        let plans = match plan_objects(&objects(&nodes, &pods), &config.balloon) {
-            Ok(plans) => plans,
-            Err(error) => {
-                tracing::warn!(%error, "objects left out of the pass");
-                continue;
-            }
-        };
         metrics.observe(&plans);
         if !is_leader {
             continue;
         }
-        let written: HashMap<String, Written> = nodes
-            .state()
-            .iter()
-            .map(|n| {
-                let a = n.metadata.annotations.as_ref();
-                let get = |k: &str| a.and_then(|a| a.get(k)).cloned();
-                let written = Written {
-                    uid: n.meta().uid.clone(),
-                    state: get(STATE_ANNOTATION),
-                    reason: get(REASON_ANNOTATION),
-                };
-                (n.metadata.name.clone().unwrap_or_default(), written)
-            })
-            .collect();
         // Each node's plan is its own (one balloon, one Node): they go
         // concurrently, at the client's pace.
         let leading_now = || *leading.borrow();

@@ -3,17 +3,24 @@
 //!
 //! [`sizing`] decides, purely, what each node's balloon should request and
 //! whether an upsize may proceed (it never evicts or preempts: an upsize
-//! that the node's other pods do not fit under is refused). [`node`] reads
-//! Nodes as the decision needs them. The resize itself is
+//! that the node's other pods do not fit under is refused). [`node`] and
+//! [`pods`] read Nodes and Pods down to what the decision needs: the
+//! controller ([`watched`]) at each watch event, `balloon status` and
+//! `balloon set` ([`plan_objects`]) from files, then both decide through
+//! the one function [`plan`]. The resize itself is
 //! [`crate::pods::resize`], shared with the updater. Only [`cluster`] (the
 //! controller's watches and writes) does I/O.
 
 pub mod cluster;
 pub mod metrics;
 pub mod node;
+pub mod pods;
 pub mod sizing;
 #[cfg(test)]
 mod sizing_tests;
+pub mod watched;
+#[cfg(test)]
+mod watched_tests;
 
 use crate::pods::RunningPod;
 use crate::quantity::{Format, Quantity};
@@ -21,7 +28,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use self::node::{check_usable, BalloonNode, DesiredSize, Fraction, NodeError};
-pub use self::sizing::{plan_nodes, BalloonConfig, BalloonResize, NodePlan, State};
+pub use self::pods::{NodePod, PodIndex};
+pub use self::sizing::{plan, plan_nodes, BalloonConfig, BalloonResize, NodePlan, State};
 
 /// Node annotation: the cpu that workloads may use (a quantity).
 pub const USABLE_CPU_ANNOTATION: &str = "nodescope.dev/usable-cpu";
@@ -143,13 +151,14 @@ impl CpuMemory {
     }
 }
 
-/// Plans every node from Node and Pod objects (other kinds are ignored).
+/// Plans every node from Node and Pod objects (other kinds are ignored):
+/// each read as the controller's watch reads it, then [`plan`].
 ///
 /// # Errors
 /// Every Node or Pod that cannot be read, each naming itself.
 pub fn plan_objects(objects: &[Value], config: &BalloonConfig) -> Result<Vec<NodePlan>, String> {
     let mut nodes = Vec::new();
-    let mut pods = Vec::new();
+    let mut pods = PodIndex::default();
     let mut problems = Vec::new();
     for object in objects {
         match object.get("kind").and_then(Value::as_str) {
@@ -158,14 +167,18 @@ pub fn plan_objects(objects: &[Value], config: &BalloonConfig) -> Result<Vec<Nod
                 Err(e) => problems.push(e.to_string()),
             },
             Some("Pod") => match RunningPod::from_value(object) {
-                Ok(p) => pods.push(p),
+                Ok(p) => {
+                    if let Some(p) = NodePod::of(&p) {
+                        pods.put(p);
+                    }
+                }
                 Err(e) => problems.push(e.to_string()),
             },
             _ => {}
         }
     }
     if problems.is_empty() {
-        Ok(plan_nodes(&nodes, &pods, config))
+        Ok(plan(&nodes, &pods, config))
     } else {
         Err(problems.join("\n"))
     }

@@ -6,6 +6,7 @@ use super::{
     USABLE_MEMORY_ANNOTATION,
 };
 use crate::quantity::Quantity;
+use k8s_openapi::api::core::v1::Node;
 use serde_json::Value;
 
 /// Why a Node could not be read; the message names the node and the field.
@@ -140,7 +141,41 @@ impl BalloonNode {
     /// what is wrong.
     pub fn from_value(node: &Value) -> Result<BalloonNode, NodeError> {
         let meta = node.get("metadata");
-        let Some(name) = meta.and_then(|m| m.get("name")).and_then(Value::as_str) else {
+        let listed = node.pointer("/status/allocatable");
+        BalloonNode::from_parts(
+            meta.and_then(|m| m.get("name")).and_then(Value::as_str),
+            |r| listed.and_then(|a| a.get(r)).and_then(Value::as_str),
+            |key| {
+                meta.and_then(|m| m.get("annotations"))
+                    .and_then(|a| a.get(key))
+                    .and_then(Value::as_str)
+            },
+        )
+    }
+
+    /// Reads a watched Node: the same reading as [`BalloonNode::from_value`]
+    /// without turning the whole object into JSON first.
+    ///
+    /// # Errors
+    /// As [`BalloonNode::from_value`].
+    pub fn from_node(node: &Node) -> Result<BalloonNode, NodeError> {
+        let allocatable = node.status.as_ref().and_then(|s| s.allocatable.as_ref());
+        let annotations = node.metadata.annotations.as_ref();
+        BalloonNode::from_parts(
+            node.metadata.name.as_deref(),
+            |r| allocatable.and_then(|a| a.get(r)).map(|q| q.0.as_str()),
+            |key| annotations.and_then(|a| a.get(key)).map(String::as_str),
+        )
+    }
+
+    /// The one reading of a Node: its name, its allocatable by resource
+    /// name, its annotations by key.
+    fn from_parts<'a>(
+        name: Option<&str>,
+        allocatable: impl Fn(&str) -> Option<&'a str>,
+        annotation: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<BalloonNode, NodeError> {
+        let Some(name) = name else {
             return Err(NodeError {
                 node: "<no name>".into(),
                 reason: "metadata.name is required".into(),
@@ -150,26 +185,17 @@ impl BalloonNode {
             node: name.to_owned(),
             reason,
         };
-        let mut allocatable = CpuMemory::default();
-        let listed = node.pointer("/status/allocatable");
+        let mut held = CpuMemory::default();
         for r in Resource::ALL {
-            if let Some(text) = listed
-                .and_then(|a| a.get(r.as_str()))
-                .and_then(Value::as_str)
-            {
+            if let Some(text) = allocatable(r.as_str()) {
                 let q = Quantity::parse(text)
                     .map_err(|e| fail(format!("status.allocatable.{}: {e}", r.as_str())))?;
-                allocatable.set(r, q);
+                held.set(r, q);
             }
         }
-        let annotation = |key: &str| {
-            meta.and_then(|m| m.get("annotations"))
-                .and_then(|a| a.get(key))
-                .and_then(Value::as_str)
-        };
         Ok(BalloonNode {
             name: name.to_owned(),
-            allocatable,
+            allocatable: held,
             desired: desired_size(annotation),
         })
     }

@@ -8,9 +8,9 @@
 //! instead of preempting). A downsize always proceeds.
 
 use super::node::{check_usable, BalloonNode, DesiredSize};
+use super::pods::{limit_index, Balloon, ContainerSize, Held, NodePod, PodIndex};
 use super::{CpuMemory, Resource};
-use crate::pods::{PodPhase, ResizeStatus, RunningPod};
-use crate::quantity::Quantity;
+use crate::pods::{ResizeStatus, RunningPod};
 use serde::Serialize;
 
 /// The numbers the controller and `balloon status` take as flags.
@@ -114,77 +114,34 @@ pub struct NodePlan {
     pub resize: Option<BalloonResize>,
 }
 
-/// One container's requests and limits.
-#[derive(Clone, Debug, Default)]
-struct ContainerSize {
-    requests: CpuMemory,
-    limits: [Option<Quantity>; 2],
+/// Plans every node that has a balloon or a usable size, in name order,
+/// from the pods the watch or a file keeps: the controller and `balloon
+/// status` decide through this one function.
+#[must_use]
+pub fn plan<'a>(
+    nodes: impl IntoIterator<Item = &'a BalloonNode>,
+    pods: &PodIndex,
+    config: &BalloonConfig,
+) -> Vec<NodePlan> {
+    let mut plans: Vec<NodePlan> = nodes
+        .into_iter()
+        .filter_map(|node| {
+            let here: Vec<&NodePod> = pods.on(&node.name).collect();
+            plan_node(node, &here, config)
+        })
+        .collect();
+    plans.sort_by(|a, b| a.node.cmp(&b.node));
+    plans
 }
 
-fn index(r: Resource) -> usize {
-    match r {
-        Resource::Cpu => 0,
-        Resource::Memory => 1,
-    }
-}
-
-/// Each container's cpu and memory requests and limits, from the spec.
-fn containers(pod: &RunningPod) -> Result<Vec<ContainerSize>, String> {
-    let view = pod.view();
-    let mut out = Vec::new();
-    for c in &view.spec.containers {
-        let mut size = ContainerSize::default();
-        for r in Resource::ALL {
-            let parse = |text: &str, field: &str| {
-                Quantity::parse(text)
-                    .map_err(|e| format!("pod {}: container {} {field}: {e}", pod.key(), c.name))
-            };
-            if let Some(q) = c.requests().and_then(|m| m.get(r.as_str())) {
-                size.requests.set(r, parse(&q.0, "requests")?);
-            }
-            if let Some(q) = c.limits().and_then(|m| m.get(r.as_str())) {
-                size.limits[index(r)] = Some(parse(&q.0, "limits")?);
-            }
-        }
-        out.push(size);
-    }
-    Ok(out)
-}
-
-/// The sum of a pod's containers' requests.
-fn pod_requests(pod: &RunningPod) -> Result<CpuMemory, String> {
-    Ok(containers(pod)?
-        .iter()
-        .fold(CpuMemory::default(), |sum, c| sum.plus(&c.requests)))
-}
-
-/// Plans every node that has a balloon or a usable size, in name order.
+/// [`plan`] from whole pods (as `balloon status` reads them from files).
 #[must_use]
 pub fn plan_nodes(
     nodes: &[BalloonNode],
     pods: &[RunningPod],
     config: &BalloonConfig,
 ) -> Vec<NodePlan> {
-    // Pods by node once: a scan of every pod per node is quadratic, and a
-    // 10,000-node dump of 100,000 pods took a minute so.
-    let mut by_node: std::collections::HashMap<&str, Vec<&RunningPod>> =
-        std::collections::HashMap::new();
-    for p in pods.iter().filter(|p| p.phase != PodPhase::Done) {
-        if let Some(node) = p.node.as_deref() {
-            by_node.entry(node).or_default().push(p);
-        }
-    }
-    let mut plans: Vec<NodePlan> = nodes
-        .iter()
-        .filter_map(|node| {
-            let here = by_node
-                .get(node.name.as_str())
-                .map_or(&[][..], Vec::as_slice);
-            plan_node(node, here, config)
-        })
-        .collect();
-    plans.sort_by(|a, b| a.node.cmp(&b.node));
-    plans
+    plan(nodes, &PodIndex::of(pods), config)
 }
 
 /// One node, from the pods bound to it that hold resources; `None` when it
@@ -192,14 +149,22 @@ pub fn plan_nodes(
 #[must_use]
 pub fn plan_node(
     node: &BalloonNode,
-    pods: &[&RunningPod],
+    pods: &[&NodePod],
     config: &BalloonConfig,
 ) -> Option<NodePlan> {
-    let balloons: Vec<&RunningPod> = pods.iter().copied().filter(|p| p.balloon).collect();
-    let mut others: Vec<&RunningPod> = pods.iter().copied().filter(|p| !p.balloon).collect();
-    others.sort_by(|a, b| {
-        (a.start_time.unwrap_or(i64::MAX), a.key())
-            .cmp(&(b.start_time.unwrap_or(i64::MAX), b.key()))
+    let balloons: Vec<(&NodePod, &Balloon)> = pods
+        .iter()
+        .filter_map(|p| p.balloon().map(|b| (*p, b)))
+        .collect();
+    let mut others: Vec<(&NodePod, &Result<CpuMemory, Box<str>>)> = pods
+        .iter()
+        .filter_map(|p| match &p.held {
+            Held::Requests(r) => Some((*p, r)),
+            Held::Balloon(_) => None,
+        })
+        .collect();
+    others.sort_by(|(a, _), (b, _)| {
+        (a.start_time.unwrap_or(i64::MAX), &a.key).cmp(&(b.start_time.unwrap_or(i64::MAX), &b.key))
     });
     let from_default = matches!(&node.desired, Ok(d) if d.is_empty());
     let desired = match &node.desired {
@@ -219,20 +184,21 @@ pub fn plan_node(
         resize: None,
     };
     let mut other_sizes = Vec::new();
-    for p in &others {
-        match pod_requests(p) {
+    for (p, size) in &others {
+        match size {
             Ok(size) => {
-                plan.requested = plan.requested.plus(&size);
-                other_sizes.push((p.key(), size));
+                plan.requested = plan.requested.plus(size);
+                other_sizes.push((&*p.key, size));
             }
-            Err(reason) => return Some(plan.with(State::Invalid, reason)),
+            Err(reason) => return Some(plan.with(State::Invalid, reason.to_string())),
         }
     }
     let balloon = match balloons.as_slice() {
         [] => None,
         [one] => Some(*one),
         many => {
-            let names: Vec<String> = many.iter().map(|p| p.key()).collect();
+            let mut names: Vec<&str> = many.iter().map(|(p, _)| &*p.key).collect();
+            names.sort_unstable();
             plan.free = plan.usable.minus(&plan.requested);
             let reason = format!(
                 "{} balloon pods on the node: {}",
@@ -242,11 +208,11 @@ pub fn plan_node(
             return Some(plan.with(State::Invalid, reason));
         }
     };
-    let sizes = match balloon.map(containers).transpose() {
+    let sizes = match balloon.map(|(_, b)| b.containers.as_deref()).transpose() {
         Ok(sizes) => sizes,
-        Err(reason) => return Some(plan.with(State::Invalid, reason)),
+        Err(reason) => return Some(plan.with(State::Invalid, reason.to_string())),
     };
-    if let Some(sizes) = &sizes {
+    if let Some(sizes) = sizes {
         plan.balloon = sizes
             .iter()
             .fold(CpuMemory::default(), |s, c| s.plus(&c.requests));
@@ -279,7 +245,7 @@ pub fn plan_node(
     }
     let target = target_of(&node.allocatable, &plan.balloon, &desired);
     plan.target = Some(target.clone());
-    decide(plan, pod, &sizes, &target, &other_sizes)
+    decide(plan, pod, sizes, &target, &other_sizes)
 }
 
 /// Allocatable minus usable, never below zero; the current balloon for a
@@ -302,15 +268,15 @@ fn target_of(allocatable: &CpuMemory, current: &CpuMemory, desired: &DesiredSize
 /// Settled, resizing, or a resize: the upsize only if the others fit.
 fn decide(
     mut plan: NodePlan,
-    pod: &RunningPod,
+    (pod, balloon): (&NodePod, &Balloon),
     sizes: &[ContainerSize],
     target: &CpuMemory,
-    others: &[(String, CpuMemory)],
+    others: &[(&str, &CpuMemory)],
 ) -> Option<NodePlan> {
     let Some(first) = sizes.first() else {
         return Some(plan.with(
             State::Invalid,
-            format!("balloon pod {} has no container", pod.key()),
+            format!("balloon pod {} has no container", pod.key),
         ));
     };
     // The first container carries the change; the others keep theirs.
@@ -333,7 +299,7 @@ fn decide(
         resize
             .requests
             .push((r.as_str().into(), wanted.to_string()));
-        match &first.limits[index(r)] {
+        match &first.limits[limit_index(r)] {
             // requests = limits stay equal: the QoS class is kept.
             Some(limit) if limit == first.requests.get(r) => {
                 resize.limits.push((r.as_str().into(), wanted.to_string()));
@@ -341,7 +307,7 @@ fn decide(
             Some(limit) if limit < &wanted => {
                 let reason = format!(
                     "balloon pod {}: its {} limit {limit} is below the {wanted} it should request",
-                    pod.key(),
+                    pod.key,
                     r.as_str()
                 );
                 return Some(plan.with(State::Invalid, reason));
@@ -352,7 +318,7 @@ fn decide(
     }
     let new_balloon = rest.plus(&request);
     if resize.requests.is_empty() {
-        let (state, reason) = settled(pod, &new_balloon);
+        let (state, reason) = settled(balloon, &new_balloon);
         return Some(plan.with(state, reason));
     }
     let new_usable = plan.allocatable.minus(&new_balloon);
@@ -378,9 +344,9 @@ fn decide(
         "upsize"
     };
     plan.resize = Some(BalloonResize {
-        namespace: pod.namespace.to_string(),
-        name: pod.name.to_string(),
-        resource_version: pod.resource_version.to_string(),
+        namespace: pod.namespace().to_owned(),
+        name: pod.name().to_owned(),
+        resource_version: balloon.resource_version.to_string(),
         containers: vec![resize],
     });
     let reason = format!(
@@ -394,7 +360,7 @@ fn decide(
 /// The pods that do not fit in `usable` for a growing resource, the oldest
 /// kept first.
 fn overrun<'a>(
-    others: &'a [(String, CpuMemory)],
+    others: &[(&'a str, &CpuMemory)],
     usable: &CpuMemory,
     growing: &[Resource],
 ) -> Vec<&'a str> {
@@ -403,14 +369,14 @@ fn overrun<'a>(
     for (key, size) in others {
         sum = sum.plus(size);
         if growing.iter().any(|r| sum.get(*r) > usable.get(*r)) {
-            out.push(key.as_str());
+            out.push(*key);
         }
     }
     out
 }
 
 /// The balloon's spec is its target: where the resize stands.
-fn settled(pod: &RunningPod, balloon: &CpuMemory) -> (State, String) {
+fn settled(pod: &Balloon, balloon: &CpuMemory) -> (State, String) {
     match &pod.resize {
         ResizeStatus::Deferred(message) => (
             State::Deferred,

@@ -18,27 +18,45 @@ fn pair(cpu: &str, memory: &str) -> CpuMemory {
     }
 }
 
-fn node(name: &str, annotations: Value) -> BalloonNode {
-    BalloonNode::from_value(&json!({
-        "metadata": {"name": name, "annotations": annotations},
+/// A Node of 8 cpu and 32Gi with `annotations` (shared with the watch's
+/// tests, which read the same objects as the controller does).
+pub(super) fn node_json(name: &str, annotations: Value) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "uid": format!("uid-{name}"), "annotations": annotations},
         "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
-    }))
-    .expect("node")
+    })
 }
 
-fn pod(name: &str, node: &str, balloon: bool, resources: Value, start: &str) -> RunningPod {
+fn node(name: &str, annotations: Value) -> BalloonNode {
+    BalloonNode::from_value(&node_json(name, annotations)).expect("node")
+}
+
+/// A running pod of one container with `resources`; a balloon is in
+/// kube-system, any other pod in default.
+pub(super) fn pod_json(
+    name: &str,
+    node: &str,
+    balloon: bool,
+    resources: Value,
+    start: &str,
+) -> Value {
     let labels = if balloon {
         json!({"node.kubernetes.io/balloon": "true"})
     } else {
         json!({})
     };
-    RunningPod::from_value(&json!({
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "namespace": if balloon {"kube-system"} else {"default"},
                      "uid": name, "resourceVersion": "11", "labels": labels},
         "spec": {"nodeName": node, "containers": [{"name": "c", "resources": resources}]},
         "status": {"phase": "Running", "startTime": start},
-    }))
-    .expect("pod")
+    })
+}
+
+fn pod(name: &str, node: &str, balloon: bool, resources: Value, start: &str) -> RunningPod {
+    RunningPod::from_value(&pod_json(name, node, balloon, resources, start)).expect("pod")
 }
 
 fn balloon(node: &str, cpu: &str, memory: &str) -> RunningPod {
