@@ -18,7 +18,8 @@
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::runtime::watcher::Event;
-use nodescope::balloon::watched::{lock, NodeWatch, PodWatch, Watched};
+use nodescope::balloon::pods::{Balloon, ContainerSize, Held, NodePod};
+use nodescope::balloon::watched::{lock, NodeWatch, PodWatch, Watched, WatchedNode};
 use nodescope::balloon::{plan, plan_objects, BalloonConfig, NodePlan};
 use nodescope::throttle::Throttle;
 use serde_json::{json, Value};
@@ -271,6 +272,15 @@ fn main() {
     if !run("after") {
         return;
     }
+    println!(
+        "kept inline: a NodePod {} bytes (of which what it holds {}), a balloon's extra {} \
+         (+ {} a container), a WatchedNode {}",
+        std::mem::size_of::<NodePod>(),
+        std::mem::size_of::<Held>(),
+        std::mem::size_of::<Balloon>(),
+        std::mem::size_of::<ContainerSize>(),
+        std::mem::size_of::<WatchedNode>(),
+    );
     // After: the controller's watch handlers and its pass.
     let base = live();
     let state = Mutex::new(Watched::default());
