@@ -17,9 +17,12 @@ pub mod controller;
 pub mod lifecycle;
 pub mod metrics;
 pub mod owned;
+pub mod pages;
+pub mod period;
 pub mod report;
 pub mod reporter;
 pub mod status;
+pub mod tally;
 pub mod uses;
 pub mod wake;
 
@@ -27,3 +30,6 @@ pub use lifecycle::{
     next_status, next_status_reported, Desired, FeatureStatus, State, Step, TransitionTask,
 };
 pub use uses::{find_uses, transition_tasks, Listed, PolicyUses, Use, UsesError};
+
+#[cfg(test)]
+mod fake_apiserver;
