@@ -1,7 +1,9 @@
 //! Reading the cluster for use discovery: the gating policies, the
 //! Features, the objects the policies match (found through discovery, so
-//! no kind is known here) and the Namespaces. Shared by the controller and
-//! `nodescope features` against a live cluster.
+//! no kind is known here) and the Namespaces. Every LIST goes through
+//! [`super::pages`]. The controller reads the matched objects page by page
+//! ([`super::period`]); `nodescope features` against a live cluster keeps
+//! them whole ([`read_view`]), since it prints every use.
 
 use super::pages;
 use super::uses::Listed;

@@ -1,8 +1,8 @@
 //! The feature lifecycle controller: the thin edge around
 //! [`super::lifecycle::next_status`] and [`super::find_uses`]. Each pass
-//! reads the gating policies, the Features and the objects the policies
-//! match (through discovery: no kind is known here) from the apiserver,
-//! decides, and writes each changed status through the status subresource
+//! reads the gating policies, the Features and, in pages evaluated one at
+//! a time ([`super::period`]), the objects the policies match (through
+//! discovery: no kind is known here) from the apiserver, decides, and writes each changed status through the status subresource
 //! by server-side apply of its own fields (see [`write`]: no reporter's
 //! write can make it fail, and a spec changed meanwhile stops it), with an
 //! Event saying why.
