@@ -5,7 +5,10 @@
 //! Owns: the state machine ([`lifecycle`]), use discovery ([`uses`]), the
 //! components' reports ([`report`]) and cleanup plans ([`cleanup`]), all
 //! pure functions of a snapshot of objects so that they are tested without
-//! a cluster; their edges ([`controller`], [`reporter`], [`cleaner`]).
+//! a cluster; their edges ([`controller`], [`reporter`], [`cleaner`]). The
+//! controller reads the objects the gates match in pages ([`pages`]), each
+//! evaluated for every Feature and dropped ([`period`]), keeping only a
+//! [`tally`] of the uses and the cleanup patches.
 //! Must not: know any kind by name. What uses a feature is whatever its
 //! gating policies would deny on CREATE were it `Off`; what cleanup touches
 //! is what the Feature declares (`owned.yaml` declares nodescope's own).
