@@ -1,8 +1,11 @@
 //! Reading the cluster for use discovery: the gating policies, the
 //! Features, the objects the policies match (found through discovery, so
-//! no kind is known here) and the Namespaces. Shared by the controller and
-//! `nodescope features` against a live cluster.
+//! no kind is known here) and the Namespaces. Every LIST goes through
+//! [`super::pages`]. The controller reads the matched objects page by page
+//! ([`super::period`]); `nodescope features` against a live cluster keeps
+//! them whole ([`read_view`]), since it prints every use.
 
+use super::pages;
 use super::uses::Listed;
 use crate::json::str_at;
 use crate::policy::PolicySet;
@@ -12,7 +15,7 @@ use k8s_openapi::api::admissionregistration::v1::{
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
 };
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams};
+use kube::api::{Api, DynamicObject};
 use kube::discovery::{ApiResource, Discovery};
 use kube::Client;
 use serde_json::{json, Value};
@@ -27,6 +30,8 @@ pub enum ClusterError {
         #[source]
         source: kube::Error,
     },
+    #[error("listing {what}: the continue token expired twice (410 Gone); the objects change faster than a paged list can read them")]
+    Expired { what: String },
     #[error("discovery: {0}")]
     Discovery(#[source] kube::Error),
     #[error("the cluster's admission policies: {0}")]
@@ -73,7 +78,7 @@ pub struct View {
 pub async fn read_features(client: &Client) -> Result<Vec<Value>, ClusterError> {
     const WHAT: &str = "features.featureflags.nodescope.dev";
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &feature_resource());
-    let features = match list(&api, "Features").await {
+    let features = match pages::all(&api, "Features").await {
         Ok(features) => features,
         // No Feature CRD: no Feature, nothing to manage until it is installed.
         Err(ClusterError::List { source, .. }) if presence::is_not_served(&source) => {
@@ -111,9 +116,36 @@ pub async fn read_view(client: &Client, features: Vec<Value>) -> Result<View, Cl
             wanted.extend(gate.resources);
         }
     }
-    let (listed, resources) = list_matched(client, &wanted).await?;
+    let matched = discover(client, &wanted).await?;
+    let mut listed = Vec::with_capacity(matched.len());
+    for m in &matched {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &m.resource);
+        let what = m.what();
+        let mut objects = Vec::new();
+        for item in pages::all(&api, &what).await? {
+            let mut value = to_value(&item, &what)?;
+            value["apiVersion"] = json!(m.resource.api_version);
+            value["kind"] = json!(m.resource.kind);
+            objects.push(value);
+        }
+        listed.push(m.listed(objects));
+    }
+    Ok(View {
+        policies,
+        inputs: inputs(client, features.clone()).await?,
+        features,
+        listed,
+        resources: matched.into_iter().map(|m| m.resource).collect(),
+    })
+}
+
+/// The Namespaces and `features`, for the policies' lookups.
+pub(super) async fn inputs(
+    client: &Client,
+    features: Vec<Value>,
+) -> Result<Snapshot, ClusterError> {
     let namespaces: Api<Namespace> = Api::all(client.clone());
-    let mut state: Vec<Value> = list(&namespaces, "Namespaces")
+    let mut state: Vec<Value> = pages::all(&namespaces, "Namespaces")
         .await?
         .iter()
         .map(|n| {
@@ -124,22 +156,16 @@ pub async fn read_view(client: &Client, features: Vec<Value>) -> Result<View, Cl
             })
         })
         .collect::<Result<_, _>>()?;
-    state.extend(features.iter().cloned());
-    Ok(View {
-        policies,
-        features,
-        listed,
-        resources,
-        inputs: Snapshot::build(state),
-    })
+    state.extend(features);
+    Ok(Snapshot::build(state))
 }
 
 /// The cluster's ValidatingAdmissionPolicies and bindings, compiled.
-async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
+pub(super) async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
     let vaps: Api<ValidatingAdmissionPolicy> = Api::all(client.clone());
     let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(client.clone());
     let mut documents = Vec::new();
-    for vap in list(&vaps, "ValidatingAdmissionPolicies").await? {
+    for vap in pages::all(&vaps, "ValidatingAdmissionPolicies").await? {
         let mut value = to_value(&vap, "a ValidatingAdmissionPolicy")?;
         value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
         value["kind"] = json!("ValidatingAdmissionPolicy");
@@ -148,7 +174,7 @@ async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
             value.to_string(),
         ));
     }
-    for binding in list(&bindings, "ValidatingAdmissionPolicyBindings").await? {
+    for binding in pages::all(&bindings, "ValidatingAdmissionPolicyBindings").await? {
         let mut value = to_value(&binding, "a ValidatingAdmissionPolicyBinding")?;
         value["apiVersion"] = json!("admissionregistration.k8s.io/v1");
         value["kind"] = json!("ValidatingAdmissionPolicyBinding");
@@ -160,14 +186,44 @@ async fn cluster_policies(client: &Client) -> Result<PolicySet, ClusterError> {
     Ok(PolicySet::from_documents(documents)?)
 }
 
-/// Every object of the `(group, resource)`s the gating policies match, in
-/// all namespaces, at the version the apiserver recommends.
-async fn list_matched(
+/// A resource the gating policies match, as discovery found it.
+pub(super) struct Matched {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+impl Matched {
+    /// `pods (v1)`: the list, in logs and errors.
+    pub fn what(&self) -> String {
+        format!("{} ({})", self.resource.plural, self.resource.api_version)
+    }
+
+    /// Whether a gate's `(group, resource)` (either may be `*`) covers it.
+    pub fn covered_by(&self, group: &str, resource: &str) -> bool {
+        (group == "*" || group == self.resource.group)
+            && (resource == "*" || resource == self.resource.plural)
+    }
+
+    /// `objects` of this resource, for use discovery.
+    pub fn listed(&self, objects: Vec<Value>) -> Listed {
+        Listed {
+            group: self.resource.group.clone(),
+            version: self.resource.version.clone(),
+            resource: self.resource.plural.clone(),
+            namespaced: self.namespaced,
+            objects,
+        }
+    }
+}
+
+/// The listable `(group, resource)`s of `wanted`, at the version the
+/// apiserver recommends, in the order of their [`Matched::what`].
+pub(super) async fn discover(
     client: &Client,
     wanted: &BTreeSet<(String, String)>,
-) -> Result<(Vec<Listed>, Vec<ApiResource>), ClusterError> {
+) -> Result<Vec<Matched>, ClusterError> {
     if wanted.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok(Vec::new());
     }
     let mut discovery = Discovery::new(client.clone());
     if !wanted.iter().any(|(g, _)| g == "*") {
@@ -175,52 +231,21 @@ async fn list_matched(
         discovery = discovery.filter(&groups);
     }
     let discovery = discovery.run().await.map_err(ClusterError::Discovery)?;
-    let mut out: BTreeMap<String, Listed> = BTreeMap::new();
-    let mut resources = Vec::new();
+    let mut out: BTreeMap<String, Matched> = BTreeMap::new();
     for group in discovery.groups() {
         for (resource, capabilities) in group.recommended_resources() {
-            let matched = wanted.iter().any(|(g, r)| {
-                (g == "*" || *g == resource.group) && (r == "*" || *r == resource.plural)
-            });
-            if !matched || !capabilities.supports_operation(kube::discovery::verbs::LIST) {
-                continue;
+            let matched = Matched {
+                resource,
+                namespaced: capabilities.scope == kube::discovery::Scope::Namespaced,
+            };
+            if wanted.iter().any(|(g, r)| matched.covered_by(g, r))
+                && capabilities.supports_operation(kube::discovery::verbs::LIST)
+            {
+                out.insert(matched.what(), matched);
             }
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-            let what = format!("{} ({})", resource.plural, resource.api_version);
-            let mut objects = Vec::new();
-            for item in list(&api, &what).await? {
-                let mut value = to_value(&item, &what)?;
-                value["apiVersion"] = json!(resource.api_version);
-                value["kind"] = json!(resource.kind);
-                objects.push(value);
-            }
-            resources.push(resource.clone());
-            out.insert(
-                what,
-                Listed {
-                    group: resource.group.clone(),
-                    version: resource.version.clone(),
-                    resource: resource.plural.clone(),
-                    namespaced: capabilities.scope == kube::discovery::Scope::Namespaced,
-                    objects,
-                },
-            );
         }
     }
-    Ok((out.into_values().collect(), resources))
-}
-
-async fn list<K>(api: &Api<K>, what: &str) -> Result<Vec<K>, ClusterError>
-where
-    K: Clone + serde::de::DeserializeOwned + std::fmt::Debug,
-{
-    api.list(&ListParams::default())
-        .await
-        .map(|l| l.items)
-        .map_err(|source| ClusterError::List {
-            what: what.to_owned(),
-            source,
-        })
+    Ok(out.into_values().collect())
 }
 
 fn to_value(object: &impl serde::Serialize, what: &str) -> Result<Value, ClusterError> {

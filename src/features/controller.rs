@@ -1,19 +1,19 @@
 //! The feature lifecycle controller: the thin edge around
 //! [`super::lifecycle::next_status`] and [`super::find_uses`]. Each pass
-//! reads the gating policies, the Features and the objects the policies
-//! match (through discovery: no kind is known here) from the apiserver,
-//! decides, and writes each changed status through the status subresource
+//! reads the gating policies, the Features and, in pages evaluated one at
+//! a time ([`super::period`]), the objects the policies match (through
+//! discovery: no kind is known here) from the apiserver, decides, and writes each changed status through the status subresource
 //! by server-side apply of its own fields (see [`write`]: no reporter's
 //! write can make it fail, and a spec changed meanwhile stops it), with an
 //! Event saying why.
 
-use super::cleanup;
-use super::cluster::{feature_resource, read_features, read_view, ClusterError, View};
+use super::cleanup::{self, CleanupRule};
+use super::cluster::{feature_resource, read_features, ClusterError};
 use super::lifecycle::{next_status_reported, Desired, State, Step};
 use super::metrics::{FeatureFamilies, FeatureSample, FeaturesMetrics};
+use super::period::{self, Job, Period};
 use super::report;
 use super::status::{desired, generation, recorded, status_apply};
-use super::uses::{find_uses, transition_tasks};
 use super::wake::Wakers;
 use crate::json::str_at;
 use crate::leader::{self, LeaseConfig};
@@ -184,21 +184,38 @@ pub async fn pass(
         metrics.observe(&[]);
         return Ok((config.period, Vec::new()));
     }
-    let View {
-        policies,
-        listed,
-        inputs,
-        resources,
-        ..
-    } = read_view(client, features.clone()).await?;
+    let jobs: Vec<Job<'_>> = features
+        .iter()
+        .map(|feature| Job {
+            feature,
+            cleanup: cleanup_rules(feature),
+        })
+        .collect();
+    let Period { found, resources } = period::read(client, &jobs).await?;
+    drop(jobs);
     let mut wait = config.period;
     let mut samples = Vec::new();
+    // A Feature whose uses could not all be read keeps its state and its
+    // gauges: the other Features' series are left as they were too.
+    let mut failed = false;
     // Whole seconds, as metav1.Time stores them.
     let now =
         Timestamp::from_second(Timestamp::now().as_second()).unwrap_or_else(|_| Timestamp::now());
-    for feature in &features {
-        let uses = find_uses(&policies, feature, &listed, &inputs)?;
-        let tasks = transition_tasks(&uses);
+    for (feature, found) in features.iter().zip(found) {
+        let label = format!(
+            "{}/{}",
+            str_at(feature, "/metadata/namespace"),
+            str_at(feature, "/metadata/name")
+        );
+        let found = match found {
+            Ok(found) => found,
+            Err(reason) => {
+                tracing::warn!(feature = %label, %reason, "uses not read; the Feature's state is left as it was until a pass reads them all");
+                failed = true;
+                continue;
+            }
+        };
+        let tasks = found.uses.tasks();
         let reports = report::reports(feature);
         let was = recorded(feature);
         let step = next_status_reported(
@@ -210,16 +227,11 @@ pub async fn pass(
             now,
             config.settle,
         );
-        let label = format!(
-            "{}/{}",
-            str_at(feature, "/metadata/namespace"),
-            str_at(feature, "/metadata/name")
-        );
         samples.push(FeatureSample {
             namespace: str_at(feature, "/metadata/namespace").to_owned(),
             name: str_at(feature, "/metadata/name").to_owned(),
             state: was.state,
-            uses: uses.iter().map(|p| p.uses.len()).sum(),
+            uses: found.uses.total(),
             reports_missing: if desired(feature) == Some(Desired::Disabled) {
                 report::unconfirmed(&reports, generation(feature), now).len()
             } else {
@@ -271,34 +283,43 @@ pub async fn pass(
                 }
             }
         }
-        // Only while TurningOff, and only what the Feature declares; the
+        // Only while TurningOff, and only what the Feature declares
+        // (planned while the pages were read: [`cleanup_rules`]); the
         // removals wake the next pass through the watches of the listed
         // kinds, which finds the uses gone.
-        let turning_off = desired(feature) == Some(Desired::Disabled)
-            && was.state == Some(State::TurningOff)
-            && step.write.as_ref().and_then(|w| w.state) != Some(State::Off);
-        if turning_off {
-            match cleanup::rules(feature) {
-                Ok(rules) if !rules.is_empty() => {
-                    let patches = cleanup::plan(&rules, &uses, &listed);
-                    super::cleaner::apply(
-                        client,
-                        recorder,
-                        &resources,
-                        &patches,
-                        &label,
-                        &manager(&config.instance),
-                        metrics,
-                    )
-                    .await;
-                }
-                Ok(_) => {}
-                Err(error) => tracing::warn!(feature = %label, %error, "cleanup not done"),
-            }
+        let turning_off = step.write.as_ref().and_then(|w| w.state) != Some(State::Off);
+        if turning_off && !found.patches.is_empty() {
+            super::cleaner::apply(
+                client,
+                recorder,
+                &resources,
+                &found.patches,
+                &label,
+                &manager(&config.instance),
+                metrics,
+            )
+            .await;
         }
+    }
+    if failed {
+        return Ok((config.period, resources));
     }
     metrics.observe(&samples);
     Ok((wait, resources))
+}
+
+/// What to clear from `feature`'s uses this period: its `spec.cleanup`
+/// while it is `TurningOff` towards `Disabled`, else nothing.
+fn cleanup_rules(feature: &Value) -> Vec<CleanupRule> {
+    if desired(feature) != Some(Desired::Disabled)
+        || recorded(feature).state != Some(State::TurningOff)
+    {
+        return Vec::new();
+    }
+    cleanup::rules(feature).unwrap_or_else(|error| {
+        tracing::warn!(%error, "cleanup not done");
+        Vec::new()
+    })
 }
 
 /// The field manager of the replica: managedFields say who wrote.
@@ -405,3 +426,7 @@ async fn write(
         written.metadata.resource_version.unwrap_or_default(),
     ))
 }
+
+#[cfg(test)]
+#[path = "controller_tests.rs"]
+mod tests;

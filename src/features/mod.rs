@@ -5,7 +5,10 @@
 //! Owns: the state machine ([`lifecycle`]), use discovery ([`uses`]), the
 //! components' reports ([`report`]) and cleanup plans ([`cleanup`]), all
 //! pure functions of a snapshot of objects so that they are tested without
-//! a cluster; their edges ([`controller`], [`reporter`], [`cleaner`]).
+//! a cluster; their edges ([`controller`], [`reporter`], [`cleaner`]). The
+//! controller reads the objects the gates match in pages ([`pages`]), each
+//! evaluated for every Feature and dropped ([`period`]), keeping only a
+//! [`tally`] of the uses and the cleanup patches.
 //! Must not: know any kind by name. What uses a feature is whatever its
 //! gating policies would deny on CREATE were it `Off`; what cleanup touches
 //! is what the Feature declares (`owned.yaml` declares nodescope's own).
@@ -17,9 +20,12 @@ pub mod controller;
 pub mod lifecycle;
 pub mod metrics;
 pub mod owned;
+pub mod pages;
+pub mod period;
 pub mod report;
 pub mod reporter;
 pub mod status;
+pub mod tally;
 pub mod uses;
 pub mod wake;
 
@@ -27,3 +33,6 @@ pub use lifecycle::{
     next_status, next_status_reported, Desired, FeatureStatus, State, Step, TransitionTask,
 };
 pub use uses::{find_uses, transition_tasks, Listed, PolicyUses, Use, UsesError};
+
+#[cfg(test)]
+mod fake_apiserver;
