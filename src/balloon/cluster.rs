@@ -120,7 +120,7 @@ pub async fn run(
         let (is_synced, plans, written) = {
             let s = lock(&state);
             if s.synced() {
-                let plans = plan(s.nodes.values().map(|n| &n.node), &s.pods, &config.balloon);
+                let plans = plan(s.decidable(), &s.pods, &config.balloon);
                 let written: HashMap<String, Written> = plans
                     .iter()
                     .filter_map(|p| s.nodes.get(&p.node))

@@ -56,6 +56,11 @@ pub struct Watched {
     pub nodes: HashMap<String, WatchedNode>,
     /// By node and by `namespace/name`.
     pub pods: PodIndex,
+    /// Pods that could not be read, by `namespace/name`, with the node each
+    /// is bound to: a pass leaves those nodes alone, since what else holds
+    /// room on them is not known (fail closed: a balloon sized without a
+    /// pod's requests could take that pod's room).
+    pub unreadable: HashMap<String, String>,
     /// The Node watch has listed once.
     pub nodes_synced: bool,
     /// The Pod watch has listed once.
@@ -63,6 +68,15 @@ pub struct Watched {
 }
 
 impl Watched {
+    /// The nodes a pass decides: every Node but those with a pod that
+    /// could not be read.
+    pub fn decidable(&self) -> impl Iterator<Item = &BalloonNode> {
+        self.nodes
+            .values()
+            .filter(|n| !self.unreadable.values().any(|node| *node == n.node.name))
+            .map(|n| &n.node)
+    }
+
     /// Both watches have listed once: a pass sees the whole cluster.
     #[must_use]
     pub fn synced(&self) -> bool {
@@ -184,32 +198,62 @@ impl NodeWatch {
 #[derive(Debug, Default)]
 pub struct PodWatch {
     fresh: PodIndex,
+    fresh_unreadable: HashMap<String, String>,
+}
+
+/// The node an unreadable pod is bound to (empty: none yet, so it holds
+/// no node's room).
+fn bound_to(pod: &Pod) -> String {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.clone())
+        .unwrap_or_default()
 }
 
 impl PodWatch {
     /// Applies one event to `state`.
     pub fn on(&mut self, event: Event<Pod>, state: &Mutex<Watched>, throttle: &Throttle) {
         match event {
-            Event::Init => self.fresh = PodIndex::default(),
+            Event::Init => {
+                self.fresh = PodIndex::default();
+                self.fresh_unreadable = HashMap::new();
+            }
             Event::InitApply(pod) => match read_pod(&pod) {
                 Ok(Some(kept)) => self.fresh.put(kept),
                 Ok(None) => {}
-                Err(error) => left_out(throttle, "Pod", &error),
+                Err(error) => {
+                    self.fresh_unreadable.insert(pod_key(&pod), bound_to(&pod));
+                    left_out(throttle, "Pod", &error);
+                }
             },
             Event::InitDone => {
                 let mut s = lock(state);
                 s.pods = std::mem::take(&mut self.fresh);
+                s.unreadable = std::mem::take(&mut self.fresh_unreadable);
                 s.pods_synced = true;
             }
             Event::Apply(pod) => match read_pod(&pod) {
-                Ok(Some(kept)) => lock(state).pods.put(kept),
-                Ok(None) => lock(state).pods.remove(&pod_key(&pod)),
+                Ok(kept) => {
+                    let mut s = lock(state);
+                    s.unreadable.remove(&pod_key(&pod));
+                    match kept {
+                        Some(kept) => s.pods.put(kept),
+                        None => s.pods.remove(&pod_key(&pod)),
+                    }
+                }
                 Err(error) => {
-                    lock(state).pods.remove(&pod_key(&pod));
+                    let mut s = lock(state);
+                    s.pods.remove(&pod_key(&pod));
+                    s.unreadable.insert(pod_key(&pod), bound_to(&pod));
+                    drop(s);
                     left_out(throttle, "Pod", &error);
                 }
             },
-            Event::Delete(pod) => lock(state).pods.remove(&pod_key(&pod)),
+            Event::Delete(pod) => {
+                let mut s = lock(state);
+                s.pods.remove(&pod_key(&pod));
+                s.unreadable.remove(&pod_key(&pod));
+            }
         }
     }
 }

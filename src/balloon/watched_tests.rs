@@ -340,3 +340,41 @@ fn the_controller_plans_exactly_as_balloon_status_does_from_the_same_objects() {
     }
     assert_eq!(live.plans(), offline);
 }
+
+#[test]
+fn a_node_with_a_pod_that_cannot_be_read_is_left_alone_until_the_pod_reads() {
+    let mut fed = Fed::new();
+    let web = workload("web", "n1", "1", "1Gi", "2026-11-25T09:00:00Z");
+    fed.relist(&[
+        node_json("n1", json!({})),
+        node_json("n2", json!({})),
+        web.clone(),
+    ]);
+    let names = |fed: &Fed| {
+        let s = lock(&fed.state);
+        let mut names: Vec<String> = s.decidable().map(|n| n.name.clone()).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(names(&fed), ["n1", "n2"]);
+    // A watched Pod is already a typed one, so what the pass cannot read
+    // is one without a namespace (a request that is no quantity is read,
+    // and makes its node Invalid in the plan).
+    let mut bad = web.clone();
+    bad["metadata"]
+        .as_object_mut()
+        .map(|m| m.remove("namespace"));
+    let _ = logged(|| fed.pod(Event::Apply(typed(&bad))));
+    assert_eq!(
+        names(&fed),
+        ["n2"],
+        "n1's room is not known while one of its pods cannot be read"
+    );
+    let mut fixed = bad.clone();
+    fixed["metadata"]["namespace"] = json!("");
+    let _ = logged(|| fed.pod(Event::Apply(typed(&fixed))));
+    assert_eq!(names(&fed), ["n1", "n2"], "read again, the pod is counted");
+    let _ = logged(|| fed.pod(Event::Apply(typed(&bad))));
+    fed.pod(Event::Delete(typed(&bad)));
+    assert_eq!(names(&fed), ["n1", "n2"], "a deleted pod holds nothing");
+}

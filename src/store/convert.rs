@@ -147,6 +147,8 @@ pub(crate) struct MetaDoc<'a> {
     pub namespace: Option<Str<'a>>,
     #[serde(borrow)]
     pub creation_timestamp: Option<Str<'a>>,
+    #[serde(borrow)]
+    pub resource_version: Option<Str<'a>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

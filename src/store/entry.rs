@@ -24,6 +24,9 @@ pub enum Entry {
     Vpa {
         daemonset: String,
         created: String,
+        /// `metadata.resourceVersion`: the updater acts on a VPA only while
+        /// the apiserver still holds this version (empty in a file store).
+        resource_version: Arc<str>,
         policy: Arc<VpaPolicy>,
     },
     /// The Container and Pod items of one LimitRange.
@@ -169,6 +172,7 @@ impl Entry {
                     .as_deref()
                     .unwrap_or("~")
                     .to_owned(),
+                resource_version: Arc::from(doc.metadata.resource_version.as_deref().unwrap_or("")),
                 policy: Arc::new(policy),
             },
             Err(e) => Entry::Problem(e),

@@ -33,6 +33,8 @@ struct KindParams {
 pub struct Snapshot {
     /// namespace -> DaemonSet name -> the node-scoped VPA that wins for it.
     vpas: ByName<ByName<Arc<VpaPolicy>>>,
+    /// (namespace, VPA name) -> `metadata.resourceVersion` of each scoped VPA.
+    vpa_versions: HashMap<(String, String), Arc<str>>,
     limit_ranges: ByName<Vec<LimitRangeItem>>,
     namespaces: ByName<Arc<Value>>,
     /// Every node the store knows, by its interned name.
@@ -92,8 +94,13 @@ impl Snapshot {
                 Entry::Vpa {
                     daemonset,
                     created,
+                    resource_version,
                     policy,
                 } => {
+                    snapshot.vpa_versions.insert(
+                        (policy.namespace.clone(), policy.name.clone()),
+                        resource_version.clone(),
+                    );
                     let key = (policy.namespace.as_str(), daemonset.as_str());
                     match chosen.get(&key) {
                         Some((c, p))
@@ -183,6 +190,15 @@ impl Snapshot {
         )?
         .pointer("/status/state")?
         .as_str()
+    }
+
+    /// The `metadata.resourceVersion` of scoped VPA `namespace/name` as
+    /// the store last saw it.
+    #[must_use]
+    pub fn vpa_resource_version(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.vpa_versions
+            .get(&(namespace.to_owned(), name.to_owned()))
+            .map(|v| &**v)
     }
 
     /// The VPA that governs pods of DaemonSet `daemonset` in `namespace`.
