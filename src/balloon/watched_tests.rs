@@ -206,8 +206,9 @@ fn a_pod_that_moves_or_changes_its_requests_moves_or_changes_its_nodes_view() {
     assert_eq!(lock(&fed.state).pods.len(), 2);
 }
 
-/// What the lines logged while `run` runs say.
-fn logged(run: impl FnOnce()) -> String {
+/// What the lines logged while `run` runs say (the balloon tests' one
+/// log capture).
+pub(super) fn logged(run: impl FnOnce()) -> String {
     #[derive(Clone, Default)]
     struct Lines(std::sync::Arc<Mutex<Vec<u8>>>);
     impl std::io::Write for Lines {
