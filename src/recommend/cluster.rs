@@ -11,7 +11,7 @@
 use super::api::{apply_checkpoint, read_scope_gate, read_usage, read_vpas, write_status};
 use super::checkpoint_dir;
 use super::checkpoints::{self as checkpoint, KIND};
-use super::input::{object_value, PodUsage, ScopedVpa};
+use super::input::{object_value, ScopedVpa};
 use super::model::History;
 use super::replay::Replay;
 use super::status::{keep_groups, needs_write, vpa_status, VpaStatus};
@@ -35,8 +35,9 @@ pub enum MetricsSource {
     /// `metrics.k8s.io/v1beta1` PodMetrics, listed once an interval.
     Api,
     /// Recorded intervals (`--metrics file:`), one taken each interval, in
-    /// timestamp order; when they run out, as an outage of the API.
-    Recorded(std::collections::VecDeque<(Timestamp, Vec<PodUsage>)>),
+    /// timestamp order, read a group of files at a time; when they run
+    /// out, as an outage of the API.
+    Recorded(super::recording::Replayed),
 }
 
 /// Which checkpoints the leader writes (`--checkpoints`). Either way it
@@ -80,6 +81,8 @@ pub enum ClusterError {
     Checkpoint(#[from] checkpoint::CheckpointError),
     #[error("the recorded metrics (--metrics file:) have all been replayed")]
     Recorded,
+    #[error("the recorded metrics (--metrics file:): {0}")]
+    Replay(#[from] super::replay::ReplayError),
 }
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
@@ -271,10 +274,11 @@ async fn interval(
     }
     let read = match &mut config.metrics {
         MetricsSource::Api => read_usage(client, &namespaces).await,
-        MetricsSource::Recorded(intervals) => intervals
-            .pop_front()
-            .map(|(_, usage)| usage)
-            .ok_or(ClusterError::Recorded),
+        MetricsSource::Recorded(intervals) => match intervals.next_interval() {
+            Some(Ok((_, usage))) => Ok(usage),
+            Some(Err(error)) => Err(error.into()),
+            None => Err(ClusterError::Recorded),
+        },
     };
     let usage = match read {
         Ok(usage) => usage,

@@ -14,7 +14,7 @@ use k8s_openapi::jiff::Timestamp;
 use std::path::{Path, PathBuf};
 
 /// The files of a recording, grouped by overlapping time.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Recording {
     /// Groups in timestamp order; in each, files in directory order.
     groups: Vec<Vec<PathBuf>>,
@@ -95,13 +95,58 @@ impl Recording {
     pub fn intervals(
         &self,
     ) -> impl Iterator<Item = Result<Vec<(Timestamp, Vec<PodUsage>)>, ReplayError>> + '_ {
-        self.groups.iter().map(|files| {
-            let mut usage = Vec::new();
-            for file in files {
-                usage.extend(usage_under(file)?);
+        self.groups.iter().map(|files| read_group(files))
+    }
+}
+
+fn read_group(files: &[PathBuf]) -> Result<Vec<(Timestamp, Vec<PodUsage>)>, ReplayError> {
+    let mut usage = Vec::new();
+    for file in files {
+        usage.extend(usage_under(file)?);
+    }
+    Ok(intervals(usage))
+}
+
+/// A recording replayed an interval at a time, as the cluster loop takes
+/// it (`recommender --metrics file:DIR`): a group of files is read when
+/// the intervals read before have all been taken, so the loop holds one
+/// group, not the recording.
+#[derive(Clone, Debug)]
+pub struct Replayed {
+    recording: Recording,
+    /// The next group to read.
+    next: usize,
+    read: std::collections::VecDeque<(Timestamp, Vec<PodUsage>)>,
+}
+
+impl Replayed {
+    /// From the first interval on.
+    #[must_use]
+    pub fn new(recording: Recording) -> Self {
+        Self {
+            recording,
+            next: 0,
+            read: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// The next interval; `None` once every interval has been taken.
+    ///
+    /// # Errors
+    /// A file of the next group that can no longer be read (changed or
+    /// removed since the scan); the group is skipped.
+    pub fn next_interval(&mut self) -> Option<Result<(Timestamp, Vec<PodUsage>), ReplayError>> {
+        loop {
+            if let Some(interval) = self.read.pop_front() {
+                return Some(Ok(interval));
             }
-            Ok(intervals(usage))
-        })
+            let files = self.recording.groups.get(self.next)?;
+            self.next += 1;
+            match read_group(files) {
+                Ok(intervals) => self.read.extend(intervals),
+                Err(error) => return Some(Err(error)),
+            }
+        }
     }
 }
 
@@ -156,5 +201,141 @@ mod tests {
         };
         assert_eq!(names(&streamed), names(&whole));
         assert_eq!(Some(recording.last()), whole.last().map(|(at, _)| *at));
+    }
+
+    #[test]
+    fn replayed_takes_the_intervals_one_at_a_time_and_then_runs_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            ("a.json", list("2026-11-25T10:02:00Z", &["p1", "p2"])),
+            ("b.json", list("2026-11-25T10:00:00Z", &["p1"])),
+            ("c.json", list("2026-11-25T10:00:00Z", &["p3"])),
+            ("d.json", list("2026-11-25T10:01:00Z", &["p2"])),
+        ];
+        for (name, text) in &files {
+            std::fs::write(dir.path().join(name), text).unwrap();
+        }
+        let mut replayed = Replayed::new(Recording::scan(dir.path()).unwrap());
+        let mut taken = Vec::new();
+        while let Some(interval) = replayed.next_interval() {
+            let (at, usage) = interval.unwrap();
+            let mut names: Vec<&str> = usage.iter().map(|u| u.name.as_str()).collect();
+            names.sort_unstable();
+            taken.push(format!("{at} {}", names.join(",")));
+        }
+        assert_eq!(
+            taken,
+            [
+                "2026-11-25T10:00:00Z p1,p3",
+                "2026-11-25T10:01:00Z p2",
+                "2026-11-25T10:02:00Z p1,p2"
+            ]
+        );
+        assert!(replayed.next_interval().is_none());
+    }
+
+    #[test]
+    fn a_file_gone_since_the_scan_is_an_error_naming_it_and_the_rest_go_on() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("a.json"),
+            list("2026-11-25T10:00:00Z", &["p1"]),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("b.json"),
+            list("2026-11-25T10:01:00Z", &["p2"]),
+        )
+        .unwrap();
+        let mut replayed = Replayed::new(Recording::scan(dir.path()).unwrap());
+        std::fs::remove_file(dir.path().join("a.json")).unwrap();
+        let error = replayed.next_interval().unwrap().unwrap_err().to_string();
+        assert!(error.contains("a.json"), "{error}");
+        let (at, usage) = replayed.next_interval().unwrap().unwrap();
+        assert_eq!(
+            (at.to_string(), usage[0].name.as_str()),
+            ("2026-11-25T10:01:00Z".into(), "p2")
+        );
+        assert!(replayed.next_interval().is_none());
+    }
+
+    #[test]
+    fn every_shape_of_file_gives_the_same_usage_and_a_bad_item_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let item = |pod: &str, kind: bool| {
+            format!(
+                r#"{{{}"metadata":{{"name":"{pod}","namespace":"ns"}},"timestamp":"2026-11-25T10:00:00Z","containers":[{{"name":"c","usage":{{"cpu":"10m","memory":"1Mi"}}}}]}}"#,
+                if kind {
+                    r#""apiVersion":"metrics.k8s.io/v1beta1","kind":"PodMetrics","#
+                } else {
+                    ""
+                }
+            )
+        };
+        let pod = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"x","namespace":"ns"}}"#;
+        let shapes = [
+            ("list.json", list("2026-11-25T10:00:00Z", &["p1", "p2"])),
+            (
+                "generic.json",
+                format!(
+                    r#"{{"kind":"List","items":[{},{pod},{}]}}"#,
+                    item("p1", true),
+                    item("p2", true)
+                ),
+            ),
+            (
+                "array.json",
+                format!("[{},{pod},{}]", item("p1", true), item("p2", true)),
+            ),
+            (
+                "late-kind.json",
+                format!(
+                    r#"{{"items":[{},{}],"kind":"PodMetricsList"}}"#,
+                    item("p1", false),
+                    item("p2", false)
+                ),
+            ),
+            (
+                "docs.yaml",
+                ["p1", "p2"]
+                    .map(|p| {
+                        format!(
+                            "kind: PodMetrics\nmetadata: {{name: {p}, namespace: ns}}\n\
+                             timestamp: 2026-11-25T10:00:00Z\n\
+                             containers: [{{name: c, usage: {{cpu: 10m, memory: 1Mi}}}}]\n"
+                        )
+                    })
+                    .join("---\nkind: Pod\nmetadata: {name: x, namespace: ns}\n---\n"),
+            ),
+        ];
+        for (name, text) in &shapes {
+            let file = dir.path().join(name);
+            std::fs::write(&file, text).unwrap();
+            let usage = usage_under(&file).unwrap();
+            let read: Vec<String> = usage
+                .iter()
+                .map(|u| format!("{}/{} {:?}", u.namespace, u.name, u.containers))
+                .collect();
+            assert_eq!(
+                read,
+                [
+                    "ns/p1 [(\"c\", 10, 1048576)]",
+                    "ns/p2 [(\"c\", 10, 1048576)]"
+                ],
+                "{name}"
+            );
+        }
+        let bad = dir.path().join("bad.json");
+        std::fs::write(
+            &bad,
+            list("2026-11-25T10:00:00Z", &["p1"]).replace("10m", "ten"),
+        )
+        .unwrap();
+        let error = usage_under(&bad).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("{}: PodMetrics/ns/p1", bad.display()))
+                && error.contains("containers[0].usage.cpu"),
+            "{error}"
+        );
     }
 }

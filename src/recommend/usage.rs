@@ -57,6 +57,10 @@ fn usage_items<'de, D: serde::Deserializer<'de>>(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PodMetricsDoc {
+    /// Set on a PodMetrics of its own or in a `List`; items of a
+    /// `PodMetricsList` leave it out.
+    #[serde(default)]
+    kind: Option<String>,
     #[serde(default)]
     metadata: Meta,
     #[serde(default)]
@@ -78,6 +82,14 @@ pub struct ContainerMetricsDoc {
 struct UsageDoc {
     cpu: Option<String>,
     memory: Option<String>,
+}
+
+impl PodMetricsDoc {
+    /// `kind`, when the object says it.
+    #[must_use]
+    pub fn kind(&self) -> Option<&str> {
+        self.kind.as_deref()
+    }
 }
 
 impl PodUsage {

@@ -279,6 +279,18 @@ pub async fn webhook_fresh(
     }
 }
 
+/// Whether `pod`'s controller is an apps/v1 DaemonSet: the only pods a
+/// pass decides on ([`Workloads::by_daemonset`]). The others (26 of 30 per
+/// node in a large cluster) are dropped at the watch, unconverted, so the
+/// updater holds a pod per DaemonSet per node, not every pod.
+fn controlled_by_daemonset(pod: &Pod) -> bool {
+    pod.metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .any(|r| r.controller == Some(true) && r.api_version == "apps/v1" && r.kind == "DaemonSet")
+}
+
 async fn watch_pods(client: Client, workloads: Shared) {
     let api: Api<Pod> = Api::all(client);
     let mut events = watcher::watcher(api, watcher::Config::default())
@@ -295,8 +307,16 @@ async fn watch_pods(client: Client, workloads: Shared) {
                     RunningPod::from_value(&v).map_err(|e| e.to_string())
                 })
         };
+        let key = |pod: &Pod| {
+            format!(
+                "{}/{}",
+                pod.metadata.namespace.as_deref().unwrap_or_default(),
+                pod.metadata.name.as_deref().unwrap_or_default()
+            )
+        };
         match event {
             Ok(WatchEvent::Init) => fresh = Workloads::default(),
+            Ok(WatchEvent::InitApply(pod)) if !controlled_by_daemonset(&pod) => {}
             Ok(WatchEvent::InitApply(pod)) => match read(&pod) {
                 Ok(p) => fresh.put_pod(p),
                 Err(error) => tracing::warn!(%error, "pod left out"),
@@ -305,17 +325,16 @@ async fn watch_pods(client: Client, workloads: Shared) {
                 let mut w = lock(&workloads);
                 w.pods = std::mem::take(&mut fresh.pods);
             }
+            // Orphaned, or never a DaemonSet's: nothing the updater sizes.
+            Ok(WatchEvent::Apply(pod)) if !controlled_by_daemonset(&pod) => {
+                lock(&workloads).pods.remove(&key(&pod));
+            }
             Ok(WatchEvent::Apply(pod)) => match read(&pod) {
                 Ok(p) => lock(&workloads).put_pod(p),
                 Err(error) => tracing::warn!(%error, "pod left out"),
             },
             Ok(WatchEvent::Delete(pod)) => {
-                let key = format!(
-                    "{}/{}",
-                    pod.metadata.namespace.unwrap_or_default(),
-                    pod.metadata.name.unwrap_or_default()
-                );
-                lock(&workloads).pods.remove(&key);
+                lock(&workloads).pods.remove(&key(&pod));
             }
             Err(error) => tracing::warn!(%error, "pod watch failed; retrying"),
         }

@@ -96,3 +96,30 @@ async fn only_the_vpas_the_apiserver_still_holds_at_the_version_seen_may_act() {
         "one GET per VPA the store knows; none for a VPA it does not"
     );
 }
+
+#[test]
+fn only_pods_a_daemonset_controls_are_kept_by_the_watch() {
+    let pod = |owners: serde_json::Value| -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns",
+            "ownerReferences": owners}}))
+        .unwrap()
+    };
+    let owner = |api_version: &str, kind: &str, controller: bool| {
+        json!({"apiVersion": api_version, "kind": kind, "name": "o", "uid": "u",
+               "controller": controller})
+    };
+    assert!(controlled_by_daemonset(&pod(json!([owner(
+        "apps/v1",
+        "DaemonSet",
+        true
+    )]))));
+    for owners in [
+        json!([]),
+        json!([owner("apps/v1", "ReplicaSet", true)]),
+        // Adopted by nothing: a DaemonSet that let go of it.
+        json!([owner("apps/v1", "DaemonSet", false)]),
+        json!([owner("extensions/v1beta1", "DaemonSet", true)]),
+    ] {
+        assert!(!controlled_by_daemonset(&pod(owners.clone())), "{owners}");
+    }
+}

@@ -66,13 +66,7 @@ impl Component {
 
     /// Peak resident memory (VmHWM), in KiB, while it runs.
     pub fn peak_kib(&self) -> u64 {
-        let status =
-            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap_or(0)
+        peak_kib(self.pid())
     }
 }
 
@@ -191,4 +185,14 @@ pub fn certificates(dir: &Path) -> PathBuf {
     std::fs::create_dir_all(&certs).unwrap_or_else(|e| panic!("{e}"));
     crate::common::make_certs(&certs);
     certs
+}
+
+/// Peak resident memory (VmHWM) of process `pid`, in KiB; 0 once it is gone.
+pub fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }

@@ -127,9 +127,23 @@ impl Cluster {
         .unwrap_or_else(|e| panic!("{e}"));
 
         let scheduler_config = certificate_kubeconfig(&plane, "system:kube-scheduler", None);
+        // Its client's QPS as large clusters run it (the default 50 would
+        // pace the binding of N DaemonSet pods per DaemonSet), set the way
+        // the deprecated `--kube-api-qps` flag is not: in its configuration.
+        let scheduler_file = plane.dir.join("kube-scheduler.yaml");
+        std::fs::write(
+            &scheduler_file,
+            format!(
+                "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+                 clientConnection:\n  kubeconfig: {}\n  qps: 200\n  burst: 400\n\
+                 leaderElection:\n  leaderElect: false\n",
+                scheduler_config.display()
+            ),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", scheduler_file.display()));
         let mut scheduler = Command::new(&assets.scheduler);
         scheduler
-            .arg(format!("--kubeconfig={}", scheduler_config.display()))
+            .arg(format!("--config={}", scheduler_file.display()))
             .arg(format!(
                 "--authentication-kubeconfig={}",
                 scheduler_config.display()
@@ -138,7 +152,6 @@ impl Cluster {
                 "--authorization-kubeconfig={}",
                 scheduler_config.display()
             ))
-            .arg("--leader-elect=false")
             .arg("--bind-address=127.0.0.1")
             .arg(format!("--secure-port={}", support::free_port()));
         let scheduler = Process::spawn(

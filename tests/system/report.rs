@@ -131,5 +131,22 @@ impl Report {
         for c in &world.components {
             println!("system:     {:>8} KiB  {}", c.peak_kib(), c.name);
         }
+        // The apiserver's figure is since its last start (fault 5 restarts
+        // it); the suite's own holds the simulated kubelet of every node.
+        let cluster = &world.cluster;
+        let others = cluster.plane.pids().into_iter().chain([
+            (
+                "kube-controller-manager",
+                cluster.controller_manager.child.id(),
+            ),
+            ("kube-scheduler", cluster.scheduler.child.id()),
+            ("the suite (kubelet, ledger, clients)", std::process::id()),
+        ]);
+        for (name, pid) in others {
+            println!(
+                "system:     {:>8} KiB  {name}",
+                crate::components::peak_kib(pid)
+            );
+        }
     }
 }

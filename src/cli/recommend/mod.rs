@@ -12,7 +12,7 @@ pub use flags::{RunningFlags, UpstreamFlags};
 use crate::cli::kubectl::{cluster, list};
 use crate::cli::running::{self, report};
 use crate::recommend::checkpoint_dir::{self, CheckpointDir};
-use crate::recommend::recording::Recording;
+use crate::recommend::recording::{Recording, Replayed};
 use crate::recommend::replay::{self, ReplayError};
 use clap::{Args, ValueEnum};
 use std::io::Write;
@@ -256,11 +256,11 @@ pub async fn run_cluster(args: &RecommendArgs) -> Result<(), RecommendError> {
     }
     let source = match file_source("metrics", &args.metrics).map_err(RecommendError::Flags)? {
         None => crate::recommend::cluster::MetricsSource::Api,
-        Some(path) => crate::recommend::cluster::MetricsSource::Recorded(
-            replay::load_metrics(path)
-                .map_err(|e| RecommendError::Flags(e.to_string()))?
-                .into(),
-        ),
+        // Scanned once now (every file read, so a bad recording fails at
+        // start), then read a group of files at a time as intervals pass.
+        Some(path) => crate::recommend::cluster::MetricsSource::Recorded(Replayed::new(
+            Recording::scan(path).map_err(|e| RecommendError::Flags(e.to_string()))?,
+        )),
     };
     let reporter = args
         .report

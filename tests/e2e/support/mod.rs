@@ -138,6 +138,16 @@ pub struct Options {
 }
 
 impl ControlPlane {
+    /// The process ids of etcd and the kube-apiserver now running (the
+    /// system suite reports their peak memory).
+    #[allow(dead_code)]
+    pub fn pids(&self) -> [(&'static str, u32); 2] {
+        [
+            ("etcd", self.etcd.child.id()),
+            ("kube-apiserver", self.apiserver.child.id()),
+        ]
+    }
+
     pub async fn start(assets: &Assets) -> Result<ControlPlane, String> {
         Self::start_with(assets, &Options::default()).await
     }
