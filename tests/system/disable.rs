@@ -32,7 +32,7 @@ pub async fn run(world: &mut World) {
         )
         .await
         .unwrap_or_else(|e| panic!("Feature vpa-node-scope: {e}"));
-    until(world, "vpa-node-scope Off", Duration::from_secs(90), |w| {
+    until(world, "vpa-node-scope Off", world.scaled(90), |w| {
         Box::pin(async move {
             let api: Api<DynamicObject> =
                 Api::namespaced_with(w.admin.clone(), "kube-system", &feature());

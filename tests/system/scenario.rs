@@ -66,6 +66,13 @@ impl Drop for World {
 }
 
 impl World {
+    /// How long a wait for work that grows with N may take: `secs` at
+    /// N = 0, a quarter second more per node (an upper bound, never a
+    /// pause: each wait returns as soon as its condition holds).
+    pub fn scaled(&self, secs: u64) -> std::time::Duration {
+        std::time::Duration::from_secs(secs + self.n as u64 / 4)
+    }
+
     pub fn component(&self, name: &str) -> &Component {
         self.components
             .iter()

@@ -112,7 +112,7 @@ pub async fn run(world: &mut World) {
     let (_, pods) = at_groups(
         world,
         "every pod at its group after the apiserver's restart",
-        Duration::from_secs(180),
+        world.scaled(180),
     )
     .await;
     let agents = agent_resized_once(world, &pods, None, "across the restart");
@@ -206,7 +206,7 @@ pub async fn run(world: &mut World) {
     let (targets, _) = at_groups(
         world,
         "every pod at its group after the second restart",
-        Duration::from_secs(240),
+        world.scaled(240),
     )
     .await;
     assert_eq!(

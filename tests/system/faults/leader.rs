@@ -81,7 +81,7 @@ pub async fn run(world: &mut World) {
     let (_, pods) = at_groups(
         world,
         "every pod at its group after the hand-over",
-        Duration::from_secs(180),
+        world.scaled(180),
     )
     .await;
     let agents = agent_resized_once(world, &pods, None, "across the hand-over");

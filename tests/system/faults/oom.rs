@@ -81,7 +81,7 @@ pub async fn run(world: &mut World) {
     let (_, pods) = at_groups(
         world,
         "every pod at its group after the OOM kills",
-        Duration::from_secs(240),
+        world.scaled(240),
     )
     .await;
     let book = world.ledger.book();

@@ -83,7 +83,7 @@ pub async fn run(world: &mut World) {
     let (targets, pods) = at_groups(
         world,
         "every pod at the new groups with every connection cut every 5 s",
-        Duration::from_secs(240),
+        world.scaled(240),
     )
     .await;
     let converged = began.elapsed();

@@ -96,7 +96,7 @@ pub async fn run(world: &mut World) {
     let agent_done = until(
         world,
         "every agent pod at its new group while the webhook is away",
-        Duration::from_secs(180),
+        world.scaled(180),
         |w| {
             Box::pin(async move {
                 let targets = Targets::read(&w.admin).await;
@@ -181,7 +181,7 @@ pub async fn run(world: &mut World) {
     let (targets, pods) = at_groups(
         world,
         "every pod at its group after the webhook's return",
-        Duration::from_secs(300),
+        world.scaled(300),
     )
     .await;
     let book = world.ledger.book();
