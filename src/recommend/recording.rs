@@ -170,10 +170,9 @@ mod tests {
         )
     }
 
-    #[test]
-    fn groups_read_in_turn_give_the_intervals_of_the_whole_directory() {
+    /// Out of order by name, two files sharing a minute, two on their own.
+    fn four_files() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
-        // Out of order by name, two files sharing a minute, one on its own.
         let files = [
             ("a.json", list("2026-11-25T10:02:00Z", &["p1", "p2"])),
             ("b.json", list("2026-11-25T10:00:00Z", &["p1"])),
@@ -183,6 +182,12 @@ mod tests {
         for (name, text) in &files {
             std::fs::write(dir.path().join(name), text).unwrap();
         }
+        dir
+    }
+
+    #[test]
+    fn groups_read_in_turn_give_the_intervals_of_the_whole_directory() {
+        let dir = four_files();
         let whole = load_metrics(dir.path()).unwrap();
         let recording = Recording::scan(dir.path()).unwrap();
         assert_eq!(recording.groups(), 3);
@@ -205,16 +210,7 @@ mod tests {
 
     #[test]
     fn replayed_takes_the_intervals_one_at_a_time_and_then_runs_out() {
-        let dir = tempfile::tempdir().unwrap();
-        let files = [
-            ("a.json", list("2026-11-25T10:02:00Z", &["p1", "p2"])),
-            ("b.json", list("2026-11-25T10:00:00Z", &["p1"])),
-            ("c.json", list("2026-11-25T10:00:00Z", &["p3"])),
-            ("d.json", list("2026-11-25T10:01:00Z", &["p2"])),
-        ];
-        for (name, text) in &files {
-            std::fs::write(dir.path().join(name), text).unwrap();
-        }
+        let dir = four_files();
         let mut replayed = Replayed::new(Recording::scan(dir.path()).unwrap());
         let mut taken = Vec::new();
         while let Some(interval) = replayed.next_interval() {
