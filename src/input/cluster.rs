@@ -42,8 +42,9 @@ pub struct UpdaterState {
     pub workloads: Workloads,
     pub snapshot: Snapshot,
     /// `namespace/name` of the pods `select` chose: the plan covers every
-    /// pod (a DaemonSet's budget counts them all) and shows these.
-    pub selected: HashSet<String>,
+    /// pod (a DaemonSet's budget counts them all) and shows these; `None`
+    /// shows every pod (no `select`: 100,000 keys not made for nothing).
+    pub selected: Option<HashSet<String>>,
 }
 
 /// Chooses pods by namespace and labels (as `-n` and `-l` do).
@@ -83,7 +84,7 @@ fn select_value(select: Select<'_>, object: &Value) -> bool {
 
 /// The objects under `path` as the updater keeps them; `flag` is how
 /// messages name the input (`--store file:DIR`), `select` chooses the
-/// pods shown (as `-n` and `-l` do), `warn` hears of each scoped VPA
+/// pods shown (as `-n` and `-l` do; `None`: all), `warn` hears of each scoped VPA
 /// skipped, as it is read.
 ///
 /// # Errors
@@ -92,7 +93,7 @@ fn select_value(select: Select<'_>, object: &Value) -> bool {
 pub fn updater_state(
     path: &Path,
     flag: &str,
-    select: Select<'_>,
+    select: Option<Select<'_>>,
     warn: &mut dyn FnMut(&str),
 ) -> Result<UpdaterState, ClusterError> {
     enum Kept {
@@ -108,7 +109,7 @@ pub fn updater_state(
         let api = object.get("apiVersion").and_then(Value::as_str);
         let kept = match (api, object.get("kind").and_then(Value::as_str)) {
             (Some("v1"), Some("Pod")) => match RunningPod::from_value(&object) {
-                Ok(pod) => Kept::Pod(pod, select_value(select, &object)),
+                Ok(pod) => Kept::Pod(pod, select.is_some_and(|s| select_value(s, &object))),
                 Err(e) => Kept::Problem(e.to_string()),
             },
             (Some("apps/v1"), Some("DaemonSet")) => match DaemonSetInfo::from_value(&object) {
@@ -121,7 +122,7 @@ pub fn updater_state(
     };
     let typed = |text: &str, head: &ListHead| {
         let (pod, running, key) = typed_pod(text, head, Some("v1"))?;
-        let chosen = select(pod.namespace(), &pod);
+        let chosen = select.is_some_and(|s| s(pod.namespace(), &pod));
         Some(Typed {
             kind: "Pod",
             key,
@@ -130,12 +131,12 @@ pub fn updater_state(
     };
     let mut workloads = Workloads::default();
     let (mut entries, mut problems) = (Vec::new(), Vec::new());
-    let mut selected = HashSet::new();
+    let mut selected = select.map(|_| HashSet::new());
     let kinds = read_typed_objects(path, typed, convert, |(warning, kept)| {
         warning.iter().for_each(|w| warn(w));
         match kept {
             Kept::Pod(pod, chosen) => {
-                if chosen {
+                if let Some(selected) = selected.as_mut().filter(|_| chosen) {
                     selected.insert(pod.key());
                 }
                 workloads.put_pod(pod);

@@ -3,6 +3,8 @@
 //! never held whole as JSON values. The same object given twice is refused.
 
 use super::parse::{parse, parse_in_pieces, InputError, Location, SourceDocument};
+use super::staged::{item_location, stage, Kind, Staged};
+pub(super) use super::staged::{item_type, Typed};
 use crate::manifest::{self, ListHead};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -114,17 +116,6 @@ pub fn read_objects<T, E: From<InputError>>(
     read_typed_objects(path, |_: &str, _: &ListHead| None, convert, keep)
 }
 
-/// An object a typed read took from its JSON text: its kind and identity
-/// (what the reader counts and checks for twice) and what it converts to.
-pub(super) struct Typed<T> {
-    /// `kind`.
-    pub(super) kind: &'static str,
-    /// `apiVersion`, `metadata.namespace` and `metadata.name`.
-    pub(super) key: Option<Key>,
-    /// What `convert` would have made of its Value.
-    pub(super) converted: T,
-}
-
 /// [`read_objects`], where `typed` first sees each item of a JSON list as
 /// its text (and what the list said of itself), and may take it without
 /// a `serde_json::Value`: `None` leaves the item to `convert`. `typed`
@@ -165,32 +156,6 @@ pub(super) fn read_typed_objects<T, E: From<InputError>>(
     Ok(reader.kinds)
 }
 
-/// A list item's `kind` and `apiVersion` as the Value read finds them
-/// (`null` and absent told apart, as `Some(None)` and `None`): its own,
-/// else those a typed list (`PodList`) gives its items. `None` where the
-/// Value read is needed: a `null`, or no kind known yet.
-#[must_use]
-pub(super) fn item_type<'t>(
-    kind: Option<Option<&'t str>>,
-    api_version: Option<Option<&'t str>>,
-    head: &'t ListHead,
-) -> Option<(&'t str, &'t str)> {
-    let listed = head
-        .kind
-        .as_deref()
-        .and_then(|k| k.strip_suffix("List"))
-        .filter(|k| !k.is_empty());
-    let kind = match kind {
-        Some(kind) => kind?,
-        None => listed?,
-    };
-    let api_version = match api_version {
-        Some(api_version) => api_version?,
-        None => head.api_version.as_deref().filter(|_| listed.is_some())?,
-    };
-    Some((kind, api_version))
-}
-
 /// Standard input, copied to a temporary file (removed when dropped).
 fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
     let failed = |e: std::io::Error| InputError::File {
@@ -200,43 +165,6 @@ fn stdin_file() -> Result<tempfile::NamedTempFile, InputError> {
     let mut file = tempfile::NamedTempFile::new().map_err(failed)?;
     std::io::copy(&mut std::io::stdin().lock(), &mut file).map_err(failed)?;
     Ok(file)
-}
-
-/// One item of a List read, waiting for its file to be read right: its
-/// key, its number, its kind and what it converted to.
-type Staged<T> = (Option<Key>, usize, Result<Kind, &'static str>, T);
-
-/// An object's kind: the typed reads' are static, and a Value's is not
-/// copied out of it for the few other kinds a large file holds.
-#[derive(Debug)]
-enum Kind {
-    Static(&'static str),
-    Owned(String),
-}
-
-/// Where item `item` of the (first document's) List of `source` is.
-fn item_location(source: &str, item: usize) -> Location {
-    Location {
-        source: source.to_owned(),
-        document: Some(1),
-        item: Some(item),
-        line: None,
-    }
-}
-
-/// Stages item `item` of a List read from `source`, converted where it
-/// stands, to be recorded only if the whole List reads right.
-fn stage<T>(
-    staged: &mut Vec<Staged<T>>,
-    source: &str,
-    item: usize,
-    value: Value,
-    convert: &mut impl FnMut(Value, &Location) -> T,
-) {
-    let location = item_location(source, item);
-    let kind = kind_of(&value).map(|kind| Kind::Owned(kind.to_owned()));
-    let key = Key::of(&value);
-    staged.push((key, item, kind, convert(value, &location)));
 }
 
 struct Reader {
@@ -543,7 +471,7 @@ fn yaml_options() -> serde_saphyr::Options {
 
 /// The kind, for counting; what is no object, or has no kind, is refused
 /// in the words `-f` uses: a cluster holds neither.
-fn kind_of(value: &Value) -> Result<&str, &'static str> {
+pub(super) fn kind_of(value: &Value) -> Result<&str, &'static str> {
     if !value.is_object() {
         return Err("not an object (a mapping with apiVersion, kind and metadata)");
     }

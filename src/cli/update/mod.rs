@@ -225,7 +225,8 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
     let state = crate::input::cluster::updater_state(
         path,
         &format!("--store {}", args.store),
-        &|namespace, labels| args.scope.selects_labelled(namespace, labels),
+        (!args.scope.is_everything())
+            .then_some(&|namespace, labels| args.scope.selects_labelled(namespace, labels)),
         &mut |warning| eprintln!("nodescope: warning: {warning}"),
     )
     .map_err(|e| e.to_string())?;
@@ -240,7 +241,10 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
         true,
         now,
     );
-    let plans = shown(plans, &state.selected);
+    let plans = match &state.selected {
+        Some(selected) => shown(plans, selected),
+        None => plans,
+    };
     print_plan(args, &plans, out)?;
     let code = plan_code(args, &plans);
     // The command ends here: freeing every pod and plan one allocation at
