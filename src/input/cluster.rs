@@ -1,6 +1,9 @@
 //! An offline cluster as each controller's plan reads it: every object of
 //! `--store file:PATH` kept in the compact form the in-cluster controller
-//! keeps (pods as [`RunningPod`]) the moment it is read.
+//! keeps (pods as the updater's [`RunningPod`], or the balloon
+//! controller's [`NodePod`]) the moment it is read. A JSON list's pods,
+//! most of a dump, are read from their text ([`PodText`]) with no
+//! `serde_json::Value` built for each.
 
 use super::objects::{
     item_type, read_objects, read_typed_objects, untargeted_scoped_vpa, Key, Kinds, Typed,
