@@ -50,6 +50,20 @@ pub enum SelectorOperator {
     DoesNotExist,
 }
 
+/// An object's labels, however it is held (a Value's map, a typed read),
+/// as a selector reads them.
+pub trait Labels {
+    /// Label `key`'s value, if it is a string.
+    fn label(&self, key: &str) -> Option<&str>;
+}
+
+impl Labels for Option<&serde_json::Map<String, Value>> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.and_then(|labels| labels.get(key))
+            .and_then(Value::as_str)
+    }
+}
+
 impl LabelSelector {
     /// Whether a set of labels satisfies the selector; `labels` is the JSON
     /// `metadata.labels` map (absent labels: pass an empty map).

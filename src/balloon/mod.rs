@@ -5,8 +5,10 @@
 //! whether an upsize may proceed (it never evicts or preempts: an upsize
 //! that the node's other pods do not fit under is refused). [`node`] and
 //! [`pods`] read Nodes and Pods down to what the decision needs: the
-//! controller ([`watched`]) at each watch event, `balloon status` and
-//! `balloon set` ([`plan_objects`]) from files, then both decide through
+//! controller ([`watched`]) at each watch event, `balloon status` from
+//! files as it reads each object (`input::cluster::balloon_state`),
+//! `balloon status` and `balloon set --wait` from the cluster's lists
+//! ([`plan_objects`]), then all decide through
 //! the one function [`plan`]. The resize itself is
 //! [`crate::pods::resize`], shared with the updater. Only [`cluster`] (the
 //! controller's watches and writes) does I/O.

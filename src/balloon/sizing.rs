@@ -134,7 +134,8 @@ pub fn plan<'a>(
     plans
 }
 
-/// [`plan`] from whole pods (as `balloon status` reads them from files).
+/// [`plan`] from whole pods (`balloon status` reduces each to its
+/// [`NodePod`] as it reads it, and calls [`plan`]).
 #[must_use]
 pub fn plan_nodes(
     nodes: &[BalloonNode],

@@ -1,13 +1,20 @@
 //! An offline cluster as each controller's plan reads it: every object of
 //! `--store file:PATH` kept in the compact form the in-cluster controller
-//! keeps (pods as [`RunningPod`]) the moment it is read.
+//! keeps (pods as the updater's [`RunningPod`], or the balloon
+//! controller's [`NodePod`]) the moment it is read. A JSON list's pods,
+//! most of a dump, are read from their text ([`PodText`]) with no
+//! `serde_json::Value` built for each.
 
-use super::objects::{read_objects, untargeted_scoped_vpa, Kinds};
+use super::objects::{
+    item_type, read_objects, read_typed_objects, untargeted_scoped_vpa, Key, Kinds, Typed,
+};
 use super::parse::{InputError, Location};
-use crate::balloon::BalloonNode;
-use crate::pods::RunningPod;
+use crate::balloon::{BalloonNode, NodePod, PodIndex};
+use crate::manifest::ListHead;
+use crate::pods::{PodText, RunningPod};
 use crate::recommend::input::{ScopedVpa, TrackedPod};
 use crate::recommend::replay::Cluster;
+use crate::selector::Labels;
 use crate::store::{Entry, Interner, Snapshot};
 use crate::update::workloads::DaemonSetInfo;
 use crate::update::Workloads;
@@ -38,13 +45,49 @@ pub struct UpdaterState {
     pub workloads: Workloads,
     pub snapshot: Snapshot,
     /// `namespace/name` of the pods `select` chose: the plan covers every
-    /// pod (a DaemonSet's budget counts them all) and shows these.
-    pub selected: HashSet<String>,
+    /// pod (a DaemonSet's budget counts them all) and shows these; `None`
+    /// shows every pod (no `select`: 100,000 keys not made for nothing).
+    pub selected: Option<HashSet<String>>,
+}
+
+/// Chooses pods by namespace and labels (as `-n` and `-l` do).
+pub type Select<'s> = &'s dyn Fn(&str, &dyn Labels) -> bool;
+
+/// A Pod of a JSON list (of `apiVersion` `api`, when given) read from
+/// its text, without a Value (most of a dump is pods; see [`PodText`]);
+/// `None` leaves it to the Value read.
+fn typed_pod<'t>(
+    text: &'t str,
+    head: &'t ListHead,
+    api: Option<&str>,
+) -> Option<(PodText<'t>, RunningPod, Option<Key>)> {
+    let pod = PodText::parse(text)?;
+    let (kind, api_version) = item_type(pod.kind(), pod.api_version(), head)?;
+    if kind != "Pod" || api.is_some_and(|api| api != api_version) {
+        return None;
+    }
+    let key = Key::new(api_version, kind, pod.namespace(), pod.name());
+    let running = pod.running()?;
+    Some((pod, running, key))
+}
+
+/// The namespace and labels of an object, for [`Select`].
+fn select_value(select: Select<'_>, object: &Value) -> bool {
+    let namespace = object
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    select(
+        namespace,
+        &object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object),
+    )
 }
 
 /// The objects under `path` as the updater keeps them; `flag` is how
 /// messages name the input (`--store file:DIR`), `select` chooses the
-/// pods shown (as `-n` and `-l` do), `warn` hears of each scoped VPA
+/// pods shown (as `-n` and `-l` do; `None`: all), `warn` hears of each scoped VPA
 /// skipped, as it is read.
 ///
 /// # Errors
@@ -53,7 +96,7 @@ pub struct UpdaterState {
 pub fn updater_state(
     path: &Path,
     flag: &str,
-    select: &dyn Fn(&Value) -> bool,
+    select: Option<Select<'_>>,
     warn: &mut dyn FnMut(&str),
 ) -> Result<UpdaterState, ClusterError> {
     enum Kept {
@@ -69,7 +112,7 @@ pub fn updater_state(
         let api = object.get("apiVersion").and_then(Value::as_str);
         let kept = match (api, object.get("kind").and_then(Value::as_str)) {
             (Some("v1"), Some("Pod")) => match RunningPod::from_value(&object) {
-                Ok(pod) => Kept::Pod(pod, select(&object)),
+                Ok(pod) => Kept::Pod(pod, select.is_some_and(|s| select_value(s, &object))),
                 Err(e) => Kept::Problem(e.to_string()),
             },
             (Some("apps/v1"), Some("DaemonSet")) => match DaemonSetInfo::from_value(&object) {
@@ -80,14 +123,23 @@ pub fn updater_state(
         };
         (warning, kept)
     };
+    let typed = |text: &str, head: &ListHead| {
+        let (pod, running, key) = typed_pod(text, head, Some("v1"))?;
+        let chosen = select.is_some_and(|s| s(pod.namespace(), &pod));
+        Some(Typed {
+            kind: "Pod",
+            key,
+            converted: (None, Kept::Pod(running, chosen)),
+        })
+    };
     let mut workloads = Workloads::default();
     let (mut entries, mut problems) = (Vec::new(), Vec::new());
-    let mut selected = HashSet::new();
-    let kinds = read_objects(path, convert, |(warning, kept)| {
+    let mut selected = select.map(|_| HashSet::new());
+    let kinds = read_typed_objects(path, typed, convert, |(warning, kept)| {
         warning.iter().for_each(|w| warn(w));
         match kept {
             Kept::Pod(pod, chosen) => {
-                if chosen {
+                if let Some(selected) = selected.as_mut().filter(|_| chosen) {
                     selected.insert(pod.key());
                 }
                 workloads.put_pod(pod);
@@ -122,7 +174,9 @@ pub fn updater_state(
     })
 }
 
-/// The Nodes and Pods under `path` as the balloon controller keeps them;
+/// The Nodes and Pods under `path` as the balloon controller keeps them:
+/// Nodes as [`BalloonNode`]s, Pods reduced at once to the [`NodePod`]s
+/// the controller's watch keeps (those that hold something on a node);
 /// `select` chooses the Nodes kept (as `-l` does).
 ///
 /// # Errors
@@ -132,10 +186,10 @@ pub fn balloon_state(
     path: &Path,
     flag: &str,
     select: &dyn Fn(&Value) -> bool,
-) -> Result<(Vec<BalloonNode>, Vec<RunningPod>), ClusterError> {
+) -> Result<(Vec<BalloonNode>, PodIndex), ClusterError> {
     enum Kept {
         Node(BalloonNode, bool),
-        Pod(RunningPod),
+        Pod(Option<NodePod>),
         Other,
         Problem(String),
     }
@@ -144,14 +198,23 @@ pub fn balloon_state(
             |e| Kept::Problem(e.to_string()),
             |node| Kept::Node(node, select(&object)),
         ),
-        Some("Pod") => {
-            RunningPod::from_value(&object).map_or_else(|e| Kept::Problem(e.to_string()), Kept::Pod)
-        }
+        Some("Pod") => RunningPod::from_value(&object).map_or_else(
+            |e| Kept::Problem(e.to_string()),
+            |pod| Kept::Pod(NodePod::of(&pod)),
+        ),
         _ => Kept::Other,
     };
-    let (mut nodes, mut pods, mut problems) = (Vec::new(), Vec::new(), Vec::new());
+    let typed = |text: &str, head: &ListHead| {
+        let (_, running, key) = typed_pod(text, head, None)?;
+        Some(Typed {
+            kind: "Pod",
+            key,
+            converted: Kept::Pod(NodePod::of(&running)),
+        })
+    };
+    let (mut nodes, mut pods, mut problems) = (Vec::new(), PodIndex::default(), Vec::new());
     let mut any_node = false;
-    let kinds = read_objects(path, convert, |kept| {
+    let kinds = read_typed_objects(path, typed, convert, |kept| {
         match kept {
             Kept::Node(node, chosen) => {
                 any_node = true;
@@ -159,8 +222,8 @@ pub fn balloon_state(
                     nodes.push(node);
                 }
             }
-            Kept::Pod(pod) => pods.push(pod),
-            Kept::Other => {}
+            Kept::Pod(Some(pod)) => pods.put(pod),
+            Kept::Pod(None) | Kept::Other => {}
             Kept::Problem(problem) => problems.push(problem),
         }
         Ok::<(), ClusterError>(())

@@ -8,6 +8,7 @@ mod documents;
 pub mod objects;
 pub mod parse;
 pub mod sources;
+mod staged;
 mod unique;
 mod yaml_list;
 

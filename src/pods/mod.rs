@@ -8,12 +8,14 @@
 //! arithmetic gets the view it reads without a parse
 //! ([`RunningPod::view`]).
 
+mod doc;
 pub mod evict;
 mod read;
 pub mod resize;
 mod running;
 mod texts;
 
+pub use self::doc::PodText;
 pub use self::read::{resource_texts, view_texts};
 pub use self::resize::{ResizeCondition, ResizeError, ResizeStatus};
 pub use self::running::{

@@ -109,7 +109,7 @@ pub struct RunningPod {
     /// Every container's resize policy allows a resize without a restart.
     pub non_disruptive_resize: bool,
     /// `status.containerStatuses[]`.
-    pub containers: Vec<ContainerState>,
+    pub containers: Box<[ContainerState]>,
     /// Some container's spec asks for other resources than the kubelet
     /// reports as actuated: a resize was accepted and is not done yet.
     pub awaiting_actuation: bool,
@@ -117,12 +117,12 @@ pub struct RunningPod {
     pub spec: Box<[SpecContainer]>,
     /// The annotations the arithmetic reads (the observed containers,
     /// upstream's startup-boost ones), when the pod has them.
-    annotations: Annotations,
+    pub(super) annotations: Annotations,
     /// nodescope's mark (`nodescope.dev/original-resources`), read once
     /// rather than on every pass: `Ok(None)` without one, `Err` with the
     /// reason when it is not nodescope's JSON (the arithmetic then says so,
     /// as the webhook does). Not kept among `annotations`.
-    mark: Mark,
+    pub(super) mark: Mark,
 }
 
 impl RunningPod {
@@ -217,24 +217,12 @@ impl RunningPod {
             .flatten()
             .enumerate()
         {
-            let mut state = container_state(cs)
-                .map_err(|e| fail(format!("status.containerStatuses[{i}]: {e}")))?;
-            if let Some(spec) = spec_containers.iter().find(|c| *c.name == *state.name) {
-                share(&mut state.requests, &spec.requests);
-                share(&mut state.limits, &spec.limits);
-            }
-            states.push(state);
+            states.push(
+                container_state(cs)
+                    .map_err(|e| fail(format!("status.containerStatuses[{i}]: {e}")))?,
+            );
         }
-        let awaiting_actuation = spec_containers.iter().any(|c| {
-            states.iter().find(|s| *s.name == *c.name).is_some_and(|s| {
-                let differs = |spec: &Option<Texts>, actual: &Option<Texts>| {
-                    actual
-                        .as_ref()
-                        .is_some_and(|actual| !same_quantities(spec.as_ref(), actual))
-                };
-                differs(&c.requests, &s.requests) || differs(&c.limits, &s.limits)
-            })
-        });
+        let awaiting_actuation = actuation(&spec_containers, &mut states);
         Ok(RunningPod {
             awaiting_actuation,
             namespace: namespace.into(),
@@ -270,7 +258,7 @@ impl RunningPod {
             start_time,
             resize,
             non_disruptive_resize: containers.iter().all(non_disruptive),
-            containers: states,
+            containers: states.into_boxed_slice(),
             spec: spec_containers,
             annotations,
             mark,
@@ -377,6 +365,28 @@ impl RunningPod {
             .find(|(k, _)| &**k == key)
             .map(|(_, v)| &**v)
     }
+}
+
+/// Points each container status's lists at its spec's when the texts are
+/// the same (the pod holds one copy); whether some container's spec asks
+/// for other resources than its status reports (a resize not actuated yet).
+pub(super) fn actuation(spec: &[SpecContainer], states: &mut [ContainerState]) -> bool {
+    for state in states.iter_mut() {
+        if let Some(spec) = spec.iter().find(|c| *c.name == *state.name) {
+            share(&mut state.requests, &spec.requests);
+            share(&mut state.limits, &spec.limits);
+        }
+    }
+    spec.iter().any(|c| {
+        states.iter().find(|s| *s.name == *c.name).is_some_and(|s| {
+            let differs = |spec: &Option<Texts>, actual: &Option<Texts>| {
+                actual
+                    .as_ref()
+                    .is_some_and(|actual| !same_quantities(spec.as_ref(), actual))
+            };
+            differs(&c.requests, &s.requests) || differs(&c.limits, &s.limits)
+        })
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::balloon::{plan_objects, BalloonConfig, DesiredSize, Fraction, NodePla
 use crate::cli::kubectl::cluster::{self, ClusterError, ClusterFlags, Connection};
 use crate::cli::kubectl::list::{self, Output};
 use crate::cli::kubectl::scope::Selector;
-use crate::cli::kubectl::table::table;
+use crate::cli::kubectl::table::write_table;
 use clap::Args;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, ListParams};
@@ -78,7 +78,7 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
             write!(out, "{text}")
         }
         Output::Table => {
-            let mut rows = vec![[
+            let headers = [
                 "NODE",
                 "ALLOCATABLE",
                 "BALLOON",
@@ -88,10 +88,10 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
                 "STATE",
                 "REASON",
             ]
-            .map(String::from)];
-            for p in plans {
-                let cell = |v: &crate::balloon::CpuMemory| format!("{}/{}", v.cpu, v.memory);
-                rows.push([
+            .map(String::from);
+            let cell = |v: &crate::balloon::CpuMemory| format!("{}/{}", v.cpu, v.memory);
+            let row = |p: &NodePlan| {
+                [
                     p.node.clone(),
                     cell(&p.allocatable),
                     cell(&p.balloon),
@@ -100,9 +100,12 @@ pub fn render(plans: &[NodePlan], output: Output, out: &mut impl Write) -> std::
                     cell(&p.free),
                     p.state.as_str().to_owned(),
                     p.reason.clone(),
-                ]);
-            }
-            write!(out, "{}", table(&rows))
+                ]
+            };
+            write_table(
+                || std::iter::once(headers.clone()).chain(plans.iter().map(row)),
+                out,
+            )
         }
     }
 }
@@ -139,8 +142,12 @@ pub fn run_status_offline(args: &StatusArgs, out: &mut impl Write) -> Result<Exi
             .cloned()
             .collect();
     }
-    let plans = crate::balloon::plan_nodes(&nodes, &pods, &args.config());
-    finish(args, &plans, &missing, out)
+    let plans = crate::balloon::plan(&nodes, &pods, &args.config());
+    let code = finish(args, &plans, &missing, out);
+    // The command ends here: the OS takes the memory back at once, where
+    // freeing every pod one allocation at a time takes a tenth of a run.
+    std::mem::forget((nodes, pods, plans));
+    code
 }
 
 /// Prints the rows, then each NODE not found as kubectl does (offline and

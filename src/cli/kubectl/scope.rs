@@ -2,7 +2,7 @@
 //! for the commands that list objects: the same names, the same syntax,
 //! the same meaning.
 
-use crate::selector::{parse_selector, LabelSelector};
+use crate::selector::{parse_selector, LabelSelector, Labels};
 use clap::Args;
 use serde_json::Value;
 
@@ -59,8 +59,20 @@ impl PodScope {
             .pointer("/metadata/namespace")
             .and_then(Value::as_str)
             .unwrap_or_default();
+        let labels = object
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object);
+        self.selects_labelled(namespace, &labels)
+    }
+
+    /// Whether a pod of `namespace` with these labels is shown.
+    #[must_use]
+    pub fn selects_labelled(&self, namespace: &str, labels: &dyn Labels) -> bool {
         self.namespace.as_deref().is_none_or(|n| n == namespace)
-            && self.selector.as_ref().is_none_or(|s| s.matches(object))
+            && self
+                .selector
+                .as_ref()
+                .is_none_or(|s| s.parsed.matches_with(|key| labels.label(key)))
     }
 
     /// Whether every pod is shown: nothing to look at per pod.

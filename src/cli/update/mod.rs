@@ -7,7 +7,7 @@
 mod list;
 
 use crate::cli::flags::{self, feature_gates, parse_duration, vpa_namespaces};
-use crate::cli::kubectl::table::{none_found, table};
+use crate::cli::kubectl::table::{none_found, write_table};
 use crate::cli::kubectl::{self, cluster, scope};
 use crate::cli::running::{self, report};
 use crate::cli::MissingNode;
@@ -225,7 +225,8 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
     let state = crate::input::cluster::updater_state(
         path,
         &format!("--store {}", args.store),
-        &|pod| args.scope.selects(pod),
+        (!args.scope.is_everything())
+            .then_some(&|namespace, labels| args.scope.selects_labelled(namespace, labels)),
         &mut |warning| eprintln!("nodescope: warning: {warning}"),
     )
     .map_err(|e| e.to_string())?;
@@ -240,9 +241,17 @@ pub fn run_offline(args: &UpdateArgs, out: &mut impl Write) -> Result<ExitCode, 
         true,
         now,
     );
-    let plans = shown(plans, &state.selected);
+    let plans = match &state.selected {
+        Some(selected) => shown(plans, selected),
+        None => plans,
+    };
     print_plan(args, &plans, out)?;
-    Ok(plan_code(args, &plans))
+    let code = plan_code(args, &plans);
+    // The command ends here: freeing every pod and plan one allocation at
+    // a time took a tenth of a run on 100,000 pods, and the OS takes the
+    // memory back at once.
+    std::mem::forget((state, plans));
+    Ok(code)
 }
 
 /// Prints the plan; a table with no row is kubectl's `No resources found`
@@ -321,22 +330,23 @@ pub fn render(plans: &[PodPlan], output: PlanOutput, out: &mut impl Write) -> st
             let text = kubectl::list::yaml(plans).map_err(std::io::Error::other)?;
             write!(out, "{text}")
         }
-        PlanOutput::Table => {
-            let mut rows = vec![HEADERS.map(str::to_owned)];
-            rows.extend(plans.iter().map(row));
-            write!(out, "{}", table(&rows))
-        }
+        PlanOutput::Table => write_table(
+            || std::iter::once(HEADERS.map(str::to_owned)).chain(plans.iter().map(row)),
+            out,
+        ),
         PlanOutput::Wide => {
             // The sentence last, as the widest column.
-            let mut rows = vec![{
-                let [a, b, c, d, e, f] = HEADERS.map(str::to_owned);
-                [a, b, c, d, e, f, "MESSAGE".to_owned()]
-            }];
-            rows.extend(plans.iter().map(|p| {
-                let [a, b, c, d, e, f] = row(p);
-                [a, b, c, d, e, f, p.message.to_string()]
-            }));
-            write!(out, "{}", table(&rows))
+            let [a, b, c, d, e, f] = HEADERS;
+            let headers = [a, b, c, d, e, f, "MESSAGE"].map(str::to_owned);
+            write_table(
+                || {
+                    std::iter::once(headers.clone()).chain(plans.iter().map(|p| {
+                        let [a, b, c, d, e, f] = row(p);
+                        [a, b, c, d, e, f, p.message.to_string()]
+                    }))
+                },
+                out,
+            )
         }
     }
 }
