@@ -71,9 +71,13 @@ impl Watched {
     /// The nodes a pass decides: every Node but those with a pod that
     /// could not be read.
     pub fn decidable(&self) -> impl Iterator<Item = &BalloonNode> {
+        // Once a pass, not once a node: nodes x unreadable pods would grow
+        // with both at 5,000 nodes.
+        let held: std::collections::HashSet<&str> =
+            self.unreadable.values().map(String::as_str).collect();
         self.nodes
             .values()
-            .filter(|n| !self.unreadable.values().any(|node| *node == n.node.name))
+            .filter(move |n| !held.contains(n.node.name.as_str()))
             .map(|n| &n.node)
     }
 
