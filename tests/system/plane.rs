@@ -83,6 +83,11 @@ impl Cluster {
                 format!("--audit-log-path={}", audit_log.display()),
                 "--audit-log-format=json".to_owned(),
                 "--audit-log-mode=blocking".to_owned(),
+                // Never rotated: the report counts every request of the run
+                // from this one file, and at the default (0, which the
+                // apiserver's rotation takes as 100 MB) the N = 2,000 run
+                // counted only its last 15 MB.
+                "--audit-log-maxsize=1000000".to_owned(),
                 // The simulated kubelet and the suite write in bursts of
                 // thousands; the defaults (400/200) would queue them.
                 "--max-requests-inflight=1000".to_owned(),
