@@ -16,7 +16,8 @@
 //!
 //! `cargo bench --bench scale` (5,000 nodes), or
 //! `cargo bench --bench scale -- --nodes 500 [--only recommender,updater]
-//! [--wrap "heaptrack -o /tmp/h"] [--keep DIR]`.
+//! [--wrap "heaptrack -o /tmp/h" --skip-empty] [--keep DIR]` (under
+//! `--wrap` the /proc figures are the wrapper's, not the component's).
 
 #[path = "support/hollow/mod.rs"]
 mod hollow;
@@ -166,6 +167,8 @@ fn main() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(5_000);
     let only = flag(&args, "--only");
+    // Under a profiler, only the full cluster matters.
+    let skip_empty = args.iter().any(|a| a == "--skip-empty");
     let wrap: Vec<String> = flag(&args, "--wrap")
         .map(|w| w.split_whitespace().map(str::to_owned).collect())
         .unwrap_or_default();
@@ -192,15 +195,19 @@ fn main() {
             continue;
         }
         eprintln!("{}: on the empty cluster", spec.name);
-        let base = measure::run(
-            &spec,
-            &empty.state,
-            &empty.kubeconfig,
-            &format!("{}-empty", spec.name),
-            &dir,
-            &wrap,
-            limit,
-        );
+        let base = if skip_empty {
+            Err("not run (--skip-empty)".to_owned())
+        } else {
+            measure::run(
+                &spec,
+                &empty.state,
+                &empty.kubeconfig,
+                &format!("{}-empty", spec.name),
+                &dir,
+                &wrap,
+                limit,
+            )
+        };
         eprintln!("{}: on {nodes} nodes", spec.name);
         let at = measure::run(
             &spec,

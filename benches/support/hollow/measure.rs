@@ -141,6 +141,11 @@ pub fn run(
     let args = arguments(&s);
     let log = dir.join(format!("{label}.log"));
     let mut running = spawn(&args, kubeconfig, spec.name, &log, wrap, port);
+    lock(&state.marks).clear();
+    *lock(&state.mark) = match spec.marker {
+        Marker::Lists(pattern) => Some((label.to_owned(), pattern.to_owned(), running.pid())),
+        _ => None,
+    };
     let began = Instant::now();
     let poll = Duration::from_millis(250);
     let result = (|| {
@@ -200,7 +205,42 @@ pub fn run(
                 std::thread::sleep(poll);
             }
         };
-        let synced_at = Instant::now();
+        if let Marker::Lists(_) = spec.marker {
+            // Marks taken by the server as each pass's LIST arrives: the
+            // first pass is whole at the next one, the pass measured ends
+            // at the one after.
+            let n0 = lock(&state.marks).len();
+            let mut rss_synced = None;
+            loop {
+                if let Some(why) = why_gone(&mut running, &log) {
+                    return Err(why);
+                }
+                if began.elapsed() > limit * 2 {
+                    return Err("no next pass".to_owned());
+                }
+                let n = lock(&state.marks).len();
+                if n > n0 && rss_synced.is_none() {
+                    rss_synced = Some(running.rss());
+                }
+                if n > n0 + 1 {
+                    break;
+                }
+                std::thread::sleep(poll);
+            }
+            let marks = lock(&state.marks);
+            let ((t0, sync, cpu0), (t1, end, cpu1)) = (&marks[n0], &marks[n0 + 1]);
+            return Ok(Measured {
+                ready_after,
+                rss_synced: rss_synced.unwrap_or_default(),
+                rss_after_pass: running.rss(),
+                peak: running.peak(),
+                pass_cpu: cpu1 - cpu0,
+                pass_wall: t1.duration_since(*t0),
+                sync_cpu: *cpu0,
+                pass: end.since(sync),
+                sync: sync.clone(),
+            });
+        }
         let mark = if first.is_some() {
             next_mark(&mut running, first, Instant::now() - spec.period)?
         } else {
@@ -208,7 +248,6 @@ pub fn run(
         };
         let (sync, rss_synced, sync_cpu) = (tally(state, label), running.rss(), running.cpu());
         let t0 = Instant::now();
-        let _ = synced_at;
         next_mark(&mut running, mark, t0)?;
         let pass = tally(state, label).since(&sync);
         Ok(Measured {
@@ -224,5 +263,6 @@ pub fn run(
         })
     })();
     running.stop();
+    *lock(&state.mark) = None;
     result
 }

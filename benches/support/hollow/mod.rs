@@ -85,6 +85,8 @@ pub fn state(size: &Size) -> State {
         tallies: Mutex::default(),
         queries: Mutex::default(),
         refused: Mutex::default(),
+        mark: Mutex::default(),
+        marks: Mutex::default(),
     }
 }
 

@@ -18,8 +18,8 @@ pub fn free_port() -> u16 {
         .unwrap_or_else(|e| panic!("no free port: {e}"))
 }
 
-/// Starts `args` (with `wrap`, e.g. heaptrack, in front when given), its
-/// output into `log`.
+/// Starts `args` (with `wrap`, e.g. heaptrack, in front when given; its
+/// `{name}` replaced by the run's label), its output into `log`.
 pub fn spawn(
     args: &[String],
     kubeconfig: &Path,
@@ -29,6 +29,9 @@ pub fn spawn(
     metrics_port: u16,
 ) -> Running {
     let binary = env!("CARGO_BIN_EXE_nodescope");
+    // `{name}` in the wrapper's arguments: this run's label (the log's name).
+    let label = log.file_stem().and_then(|s| s.to_str()).unwrap_or(name);
+    let wrap: Vec<String> = wrap.iter().map(|w| w.replace("{name}", label)).collect();
     let mut command = match wrap.split_first() {
         Some((first, rest)) => {
             let mut c = Command::new(first);
@@ -84,18 +87,7 @@ impl Running {
 
     /// User plus system CPU time so far, in seconds.
     pub fn cpu(&self) -> f64 {
-        let stat =
-            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
-        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        // After the command: state is field 3, utime 14 and stime 15.
-        let ticks: u64 = [11, 12]
-            .iter()
-            .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
-            .sum();
-        // SAFETY: sysconf reads a constant.
-        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
-        ticks as f64 / hz
+        cpu_of(self.pid())
     }
 
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
@@ -150,4 +142,19 @@ pub fn metric_sum(text: &str, name: &str) -> Option<f64> {
         }
     }
     found
+}
+
+/// User plus system CPU time of process `pid` so far, in seconds.
+pub fn cpu_of(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the command: state is field 3, utime 14 and stime 15.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i)?.parse::<u64>().ok())
+        .sum();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    ticks as f64 / hz
 }

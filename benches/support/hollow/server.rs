@@ -72,6 +72,11 @@ pub struct State {
     /// Per component, each distinct query (digits as `#`).
     pub queries: Mutex<BTreeMap<String, BTreeSet<String>>>,
     pub refused: Mutex<Vec<String>>,
+    /// The LIST (component, pattern key, pid) that begins a pass.
+    pub mark: Mutex<Option<(String, String, u32)>>,
+    /// At each such LIST, as it arrives: the component's tally before it
+    /// and the process's CPU time.
+    pub marks: Mutex<Vec<(std::time::Instant, Tally, f64)>>,
 }
 
 pub fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -358,6 +363,22 @@ pub async fn handle(
             .entry(component.clone())
             .or_default()
             .insert(line);
+    }
+    if verb == " list" && asked.param("continue").is_none() {
+        let key = if asked.metadata_only() {
+            format!("{pattern} (metadata only)")
+        } else {
+            pattern.clone()
+        };
+        let mark = lock(&state.mark).clone();
+        if let Some((_, _, pid)) = mark.filter(|(c, p, _)| *c == component && *p == key) {
+            let before = lock(&state.tallies)
+                .get(&component)
+                .cloned()
+                .unwrap_or_default();
+            let cpu = super::process::cpu_of(pid);
+            lock(&state.marks).push((std::time::Instant::now(), before, cpu));
+        }
     }
     let response = answer(&state, &asked).await;
     let mut tallies = lock(&state.tallies);
