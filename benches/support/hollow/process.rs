@@ -114,6 +114,10 @@ impl Running {
     }
 
     pub fn stop(&mut self) {
+        // Under a wrapper (heaptrack's script) the component is its child.
+        let _ = Command::new("pkill")
+            .args(["-TERM", "-P", &self.pid().to_string()])
+            .status();
         // SAFETY: signals our own child by its pid.
         unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };
         for _ in 0..100 {
