@@ -75,8 +75,12 @@ fn specs(dir: &std::path::Path) -> Vec<Spec> {
             manifest: "manifests/components/updater/updater.yaml",
             overrides: Vec::new(),
             metrics_flag: "--address",
-            first: First::Metric("nodescope_updater_execution_latency_seconds_count"),
-            marker: Marker::Metric("nodescope_updater_execution_latency_seconds_count"),
+            first: First::Metric(
+                r#"nodescope_updater_execution_latency_seconds_count{step="total"}"#,
+            ),
+            marker: Marker::Metric(
+                r#"nodescope_updater_execution_latency_seconds_count{step="total"}"#,
+            ),
             period: Duration::from_secs(60),
         },
         Spec {

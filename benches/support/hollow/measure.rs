@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 /// What marks a pass.
 #[derive(Clone, Copy, Debug)]
 pub enum Marker {
-    /// A metric family whose sum changes once a pass.
+    /// A metric family (or one series, `name{label="value"}`) whose sum
+    /// changes once a pass, at its end.
     Metric(&'static str),
     /// A LIST begun of this path pattern.
     Lists(&'static str),
