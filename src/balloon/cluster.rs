@@ -9,13 +9,14 @@
 use super::metrics::BalloonMetrics;
 use super::watched::{lock, NodeWatch, PodWatch, Watched, Written};
 use super::{plan, BalloonConfig, NodePlan, State, REASON_ANNOTATION, STATE_ANNOTATION};
+use crate::json::text::ObjectText;
 use crate::leader::{self, LeaseConfig};
 use crate::pods::{resize, ResizeError};
 use crate::throttle::Throttle;
 use futures::StreamExt;
 use governor::Quota;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ApiResource, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::Client;
@@ -49,10 +50,11 @@ pub enum ClusterError {
     Leader(#[from] leader::LeaderError),
 }
 
-/// Runs one watch of `K` into `state` through `on`, until the process ends.
-fn watch<K, W>(client: &Client, state: &Arc<Mutex<Watched>>, mut handler: W)
+/// Runs one watch of `api` into `state` through `on`, until the process
+/// ends.
+fn watch<K, W>(api: Api<K>, state: &Arc<Mutex<Watched>>, mut handler: W)
 where
-    K: kube::Resource<DynamicType = ()>
+    K: kube::Resource
         + Clone
         + serde::de::DeserializeOwned
         + std::fmt::Debug
@@ -62,8 +64,7 @@ where
     W: FnMut(watcher::Event<K>, &Mutex<Watched>, &Throttle) + Send + 'static,
 {
     let state = Arc::clone(state);
-    let events =
-        watcher(Api::<K>::all(client.clone()), watcher::Config::default()).default_backoff();
+    let events = watcher(api, watcher::Config::default()).default_backoff();
     let throttle = Throttle::new();
     tokio::spawn(async move {
         let mut events = std::pin::pin!(events);
@@ -89,9 +90,12 @@ pub async fn run(
 ) -> Result<(), ClusterError> {
     let state: Arc<Mutex<Watched>> = Arc::default();
     let mut node_watch = NodeWatch::default();
-    watch::<Node, _>(&client, &state, move |e, s, t| node_watch.on(e, s, t));
+    let nodes: Api<Node> = Api::all(client.clone());
+    watch(nodes, &state, move |e, s, t| node_watch.on(e, s, t));
     let mut pod_watch = PodWatch::default();
-    watch::<Pod, _>(&client, &state, move |e, s, t| pod_watch.on(e, s, t));
+    // Pods as their text (`ObjectText`): no whole Pod is built.
+    let pods: Api<ObjectText> = Api::all_with(client.clone(), &ApiResource::erase::<Pod>(&()));
+    watch(pods, &state, move |e, s, t| pod_watch.on(e, s, t));
     let leadership = leader::elect(client.clone(), &config.lease, &config.instance).await?;
     let mut leading = leadership.leading();
     let recorder = Recorder::new(

@@ -20,9 +20,10 @@
 use super::node::BalloonNode;
 use super::pods::{NodePod, PodIndex};
 use super::{REASON_ANNOTATION, STATE_ANNOTATION};
-use crate::pods::RunningPod;
+use crate::json::text::ObjectText;
+use crate::pods::read_watched;
 use crate::throttle::Throttle;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -125,24 +126,17 @@ pub fn read_node(node: &Node) -> Result<(String, WatchedNode), String> {
 /// # Errors
 /// A field the pass relies on that is missing or of the wrong type, in
 /// words naming the Pod and the field.
-pub fn read_pod(pod: &Pod) -> Result<Option<NodePod>, String> {
+pub fn read_pod(pod: &ObjectText) -> Result<Option<NodePod>, String> {
     // The reading `balloon status` does of a file's Pod, so that both
-    // decide alike; the JSON lives for this event only.
-    let mut value = serde_json::to_value(pod).map_err(|e| format!("Pod {}: {e}", pod_key(pod)))?;
-    value["apiVersion"] = "v1".into();
-    value["kind"] = "Pod".into();
-    let pod = RunningPod::from_value(&value).map_err(|e| e.to_string())?;
-    Ok(NodePod::of(&pod))
+    // decide alike, straight from the event's text.
+    let pod = read_watched(pod, |_| true)?;
+    Ok(pod.as_ref().and_then(NodePod::of))
 }
 
 /// `namespace/name`, as the state keys a pod.
 #[must_use]
-pub fn pod_key(pod: &Pod) -> String {
-    format!(
-        "{}/{}",
-        pod.metadata.namespace.as_deref().unwrap_or_default(),
-        pod.metadata.name.as_deref().unwrap_or_default()
-    )
+pub fn pod_key(pod: &ObjectText) -> String {
+    format!("{}/{}", pod.namespace(), pod.name())
 }
 
 fn left_out(throttle: &Throttle, kind: &str, error: &str) {
@@ -207,16 +201,26 @@ pub struct PodWatch {
 
 /// The node an unreadable pod is bound to (empty: none yet, so it holds
 /// no node's room).
-fn bound_to(pod: &Pod) -> String {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
+fn bound_to(pod: &ObjectText) -> String {
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Bound {
+        spec: BoundSpec,
+    }
+    #[derive(serde::Deserialize, Default)]
+    #[serde(default, rename_all = "camelCase")]
+    struct BoundSpec {
+        node_name: Option<String>,
+    }
+    serde_json::from_str::<Bound>(pod.text())
+        .ok()
+        .and_then(|b| b.spec.node_name)
         .unwrap_or_default()
 }
 
 impl PodWatch {
     /// Applies one event to `state`.
-    pub fn on(&mut self, event: Event<Pod>, state: &Mutex<Watched>, throttle: &Throttle) {
+    pub fn on(&mut self, event: Event<ObjectText>, state: &Mutex<Watched>, throttle: &Throttle) {
         match event {
             Event::Init => {
                 self.fresh = PodIndex::default();

@@ -5,15 +5,27 @@ use super::pods::Held;
 use super::sizing_tests::{node_json, pod_json};
 use super::watched::{lock, NodeWatch, PodWatch, Watched, Written};
 use super::{plan, plan_objects, BalloonConfig, CpuMemory, NodePlan, State};
+use crate::json::text::ObjectText;
 use crate::quantity::Quantity;
 use crate::throttle::Throttle;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Node;
 use kube::runtime::watcher::Event;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
 fn typed<K: serde::de::DeserializeOwned>(v: &Value) -> K {
     serde_json::from_value(v.clone()).expect("a valid object")
+}
+
+/// An object as a list page or watch event carries it: no `kind` or
+/// `apiVersion`, its text.
+fn item(v: &Value) -> ObjectText {
+    let mut v = v.clone();
+    if let Some(map) = v.as_object_mut() {
+        map.remove("kind");
+        map.remove("apiVersion");
+    }
+    ObjectText::from_value(&v).expect("an object")
 }
 
 fn pair(cpu: &str, memory: &str) -> CpuMemory {
@@ -67,7 +79,7 @@ impl Fed {
         self.nodes.on(event, &self.state, &self.throttle);
     }
 
-    fn pod(&mut self, event: Event<Pod>) {
+    fn pod(&mut self, event: Event<ObjectText>) {
         self.pods.on(event, &self.state, &self.throttle);
     }
 
@@ -78,7 +90,7 @@ impl Fed {
         for o in objects {
             match o["kind"].as_str() {
                 Some("Node") => self.node(Event::InitApply(typed(o))),
-                Some("Pod") => self.pod(Event::InitApply(typed(o))),
+                Some("Pod") => self.pod(Event::InitApply(item(o))),
                 _ => {}
             }
         }
@@ -116,7 +128,7 @@ fn a_node_and_a_pod_applied_are_kept_compact_and_a_delete_forgets_them() {
     node["metadata"]["annotations"]["nodescope.dev/balloon-reason"] = json!("as asked");
     fed.node(Event::Apply(typed(&node)));
     let web = workload("web", "n1", "1", "1Gi", "2026-11-25T09:00:00Z");
-    fed.pod(Event::Apply(typed(&web)));
+    fed.pod(Event::Apply(item(&web)));
     {
         let s = lock(&fed.state);
         let kept = &s.nodes["n1"];
@@ -134,7 +146,7 @@ fn a_node_and_a_pod_applied_are_kept_compact_and_a_delete_forgets_them() {
         fed.requests_of("default/web"),
         Some(("n1".into(), pair("1", "1Gi")))
     );
-    fed.pod(Event::Delete(typed(&web)));
+    fed.pod(Event::Delete(item(&web)));
     fed.node(Event::Delete(typed(&node)));
     let s = lock(&fed.state);
     assert_eq!((s.nodes.len(), s.pods.len()), (0, 0));
@@ -152,7 +164,7 @@ fn a_relist_replaces_the_state_only_when_it_is_done() {
     fed.node(Event::Init);
     fed.pod(Event::Init);
     fed.node(Event::InitApply(typed(&node_json("n3", json!({})))));
-    fed.pod(Event::InitApply(typed(&workload(
+    fed.pod(Event::InitApply(item(&workload(
         "c",
         "n3",
         "2",
@@ -193,15 +205,15 @@ fn a_pod_that_moves_or_changes_its_requests_moves_or_changes_its_nodes_view() {
         |fed: &Fed| -> Vec<CpuMemory> { fed.plans().into_iter().map(|p| p.requested).collect() };
     assert_eq!(requested(&fed), [pair("1", "1Gi"), pair("0", "0")]);
     let bigger = workload("web", "n1", "3", "5Gi", "2026-11-25T09:00:00Z");
-    fed.pod(Event::Apply(typed(&bigger)));
+    fed.pod(Event::Apply(item(&bigger)));
     assert_eq!(requested(&fed), [pair("3", "5Gi"), pair("0", "0")]);
     let moved = workload("web", "n2", "3", "5Gi", "2026-11-25T09:00:00Z");
-    fed.pod(Event::Apply(typed(&moved)));
+    fed.pod(Event::Apply(item(&moved)));
     assert_eq!(requested(&fed), [pair("0", "0"), pair("3", "5Gi")]);
     assert_eq!(lock(&fed.state).pods.on("n1").count(), 1, "the balloon");
     let mut done = moved.clone();
     done["status"]["phase"] = json!("Succeeded");
-    fed.pod(Event::Apply(typed(&done)));
+    fed.pod(Event::Apply(item(&done)));
     assert_eq!(requested(&fed), [pair("0", "0"), pair("0", "0")]);
     assert_eq!(lock(&fed.state).pods.len(), 2);
 }
@@ -243,7 +255,7 @@ fn an_object_that_cannot_be_read_is_left_out_named_and_what_was_kept_forgotten()
     let mut bad_node = node.clone();
     bad_node["status"]["allocatable"]["cpu"] = json!("lots");
     let text = logged(|| {
-        fed.pod(Event::Apply(typed(&bad_pod)));
+        fed.pod(Event::Apply(item(&bad_pod)));
         fed.node(Event::Apply(typed(&bad_node)));
     });
     let s = lock(&fed.state);
@@ -336,7 +348,7 @@ fn the_controller_plans_exactly_as_balloon_status_does_from_the_same_objects() {
     for o in objects.iter().rev() {
         match o["kind"].as_str() {
             Some("Node") => live.node(Event::Apply(typed(o))),
-            _ => live.pod(Event::Apply(typed(o))),
+            _ => live.pod(Event::Apply(item(o))),
         }
     }
     assert_eq!(live.plans(), offline);
@@ -358,14 +370,13 @@ fn a_node_with_a_pod_that_cannot_be_read_is_left_alone_until_the_pod_reads() {
         names
     };
     assert_eq!(names(&fed), ["n1", "n2"]);
-    // A watched Pod is already a typed one, so what the pass cannot read
-    // is one without a namespace (a request that is no quantity is read,
-    // and makes its node Invalid in the plan).
+    // A pod without a namespace cannot be read (a request that is no
+    // quantity is read, and makes its node Invalid in the plan).
     let mut bad = web.clone();
     bad["metadata"]
         .as_object_mut()
         .map(|m| m.remove("namespace"));
-    let _ = logged(|| fed.pod(Event::Apply(typed(&bad))));
+    let _ = logged(|| fed.pod(Event::Apply(item(&bad))));
     assert_eq!(
         names(&fed),
         ["n2"],
@@ -373,9 +384,9 @@ fn a_node_with_a_pod_that_cannot_be_read_is_left_alone_until_the_pod_reads() {
     );
     let mut fixed = bad.clone();
     fixed["metadata"]["namespace"] = json!("");
-    let _ = logged(|| fed.pod(Event::Apply(typed(&fixed))));
+    let _ = logged(|| fed.pod(Event::Apply(item(&fixed))));
     assert_eq!(names(&fed), ["n1", "n2"], "read again, the pod is counted");
-    let _ = logged(|| fed.pod(Event::Apply(typed(&bad))));
-    fed.pod(Event::Delete(typed(&bad)));
+    let _ = logged(|| fed.pod(Event::Apply(item(&bad))));
+    fed.pod(Event::Delete(item(&bad)));
     assert_eq!(names(&fed), ["n1", "n2"], "a deleted pod holds nothing");
 }

@@ -232,6 +232,21 @@ impl<'a> PodText<'a> {
         self.meta()?.labels.as_ref()?.get(key).map(|v| &**v)
     }
 
+    /// The apps/v1 DaemonSet that controls the pod, as
+    /// [`RunningPod::daemonset`] names it.
+    #[must_use]
+    pub fn daemonset(&self) -> Option<&str> {
+        let controller = self
+            .meta()?
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))?;
+        let daemonset = controller.api_version.as_deref() == Some("apps/v1")
+            && controller.kind.as_deref() == Some("DaemonSet");
+        controller.name.as_deref().filter(|_| daemonset)
+    }
+
     fn meta(&self) -> Option<&MetaDoc<'a>> {
         self.0.metadata.as_ref()
     }
@@ -244,18 +259,7 @@ impl<'a> PodText<'a> {
         let (name, namespace) = (meta.name.as_deref()?, meta.namespace.as_deref()?);
         let spec = self.0.spec.as_ref()?;
         let containers = spec.containers.as_ref()?;
-        let controller = meta
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|r| r.controller == Some(true));
-        let daemonset = controller
-            .filter(|r| {
-                r.api_version.as_deref() == Some("apps/v1")
-                    && r.kind.as_deref() == Some("DaemonSet")
-            })
-            .and_then(|r| r.name.as_deref())
-            .map(Box::from);
+        let daemonset = self.daemonset().map(Box::from);
         let (annotations, mark) = annotations(meta.annotations.as_ref())?;
         let spec_containers = containers
             .iter()

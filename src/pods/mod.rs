@@ -14,6 +14,7 @@ mod read;
 pub mod resize;
 mod running;
 mod texts;
+mod watched;
 
 pub use self::doc::PodText;
 pub use self::read::{resource_texts, view_texts};
@@ -22,3 +23,4 @@ pub use self::running::{
     ContainerState, PodError, PodPhase, RunningPod, SpecContainer, BALLOON_LABEL,
 };
 pub use self::texts::{Iter as TextsIter, Texts};
+pub use self::watched::read_watched;

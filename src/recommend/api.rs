@@ -4,16 +4,18 @@
 //! decides what to call.
 
 use super::cluster::{vpa_resource, ClusterError};
-use super::input::{object_value, PodMetricsList, PodUsage, ScopedVpa};
+use super::input::{vpa_text, PodMetricsList, PodUsage, ScopedVpa};
 use super::replay::Replay;
 use super::status::VpaStatus;
 use crate::features::cluster::feature_resource;
+use crate::json::text::ObjectText;
 use crate::metrics::RecommenderMetrics;
 use crate::store::presence;
 use crate::vpa::SCOPE_FEATURE;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use kube::Client;
+use kube::ResourceExt;
 use serde_json::{json, Value};
 
 /// What one list of the VPAs says.
@@ -30,37 +32,52 @@ pub(super) struct Vpas {
 /// listed, as upstream's informers list it.
 pub(super) async fn read_vpas(client: &Client, replay: &Replay) -> Result<Vpas, ClusterError> {
     const WHAT: &str = "verticalpodautoscalers.autoscaling.k8s.io";
-    let api: Api<DynamicObject> = match replay.namespaces.only() {
+    let api: Api<ObjectText> = match replay.namespaces.only() {
         Some(namespace) => Api::namespaced_with(client.clone(), namespace, &vpa_resource()),
         None => Api::all_with(client.clone(), &vpa_resource()),
     };
-    let list = match api.list(&ListParams::default()).await {
-        Ok(list) => list,
-        // No VPA CRD: no VPA to recommend for, and nothing to wait for.
-        Err(error) if presence::is_not_served(&error) => {
-            presence::note(WHAT, false);
-            return Ok(Vpas {
-                computed: Vec::new(),
-                owned: std::collections::HashSet::new(),
-            });
-        }
-        Err(source) => return Err(ClusterError::List { what: WHAT, source }),
-    };
-    presence::note(WHAT, true);
     let mut out = Vec::new();
     let mut owned = std::collections::HashSet::new();
-    for object in &list.items {
-        let value = object_value(object, "VerticalPodAutoscaler");
-        owned.extend(replay.owns(&value));
-        match ScopedVpa::from_value(&value) {
-            Ok(Some(vpa)) if replay.computes(&vpa) => {
-                out.push((
-                    vpa,
-                    object.metadata.resource_version.clone().unwrap_or_default(),
-                ));
+    // Pages of 500, as kube's watcher lists: a page is held as its text,
+    // and each VPA is read from it (`vpa_text`) before the next page.
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = match api.list(&params).await {
+            Ok(page) => page,
+            // No VPA CRD: no VPA to recommend for, and nothing to wait for.
+            Err(error) if presence::is_not_served(&error) => {
+                presence::note(WHAT, false);
+                return Ok(Vpas {
+                    computed: Vec::new(),
+                    owned: std::collections::HashSet::new(),
+                });
             }
-            Ok(_) => {}
-            Err(error) => tracing::warn!(%error, "VPA left out"),
+            Err(source) => return Err(ClusterError::List { what: WHAT, source }),
+        };
+        presence::note(WHAT, true);
+        for object in &page.items {
+            let (value, status) = match vpa_text(object.text()) {
+                Ok(read) => read,
+                Err(error) => {
+                    let vpa = format!("{}/{}", object.namespace(), object.name());
+                    tracing::warn!(%vpa, %error, "VPA left out");
+                    continue;
+                }
+            };
+            owned.extend(replay.owns(&value));
+            match ScopedVpa::from_value(&value) {
+                Ok(Some(mut vpa)) if replay.computes(&vpa) => {
+                    vpa.status = status;
+                    let version = object.resource_version().unwrap_or_default();
+                    out.push((vpa, version));
+                }
+                Ok(_) => {}
+                Err(error) => tracing::warn!(%error, "VPA left out"),
+            }
+        }
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
         }
     }
     Ok(Vpas {
@@ -102,7 +119,8 @@ pub(super) async fn write_status(
     resource_version: &str,
     status: &VpaStatus,
 ) -> Result<(), kube::Error> {
-    let api: Api<DynamicObject> =
+    // The answer, the whole VPA, is only checked for success: read as text.
+    let api: Api<ObjectText> =
         Api::namespaced_with(client.clone(), &vpa.namespace, &vpa_resource());
     let patch = json!([
         {"op": "test", "path": "/metadata/resourceVersion", "value": resource_version},

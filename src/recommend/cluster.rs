@@ -336,10 +336,10 @@ async fn interval(
                     now,
                 );
                 if gate.is_some() {
-                    keep_groups(&vpa.status, &mut status);
+                    keep_groups(vpa.status.as_ref(), &mut status);
                 }
                 too_large += usize::from(status.groups_too_large());
-                needs_write(&vpa.status, &status).then_some((vpa, resource_version, status))
+                needs_write(vpa.status.as_ref(), &status).then_some((vpa, resource_version, status))
             })
             .collect();
         metrics.recommender_groups_too_large(too_large);

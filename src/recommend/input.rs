@@ -4,16 +4,17 @@
 //! The same conversions serve `--store file:`/`--metrics file:` and the
 //! cluster, which return the same JSON.
 
+use super::status::VpaStatus;
 use crate::quantity::Quantity;
 use crate::vpa::crd::{ContainerResourcePolicy, VpaSpec};
 use crate::vpa::{ContainerMode, ContainerPolicy, ResourceList};
 use crate::vpa::{NodeLabel, NodeLabels, ScopeKey};
-use k8s_openapi::jiff::Timestamp;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+pub use super::tracked::TrackedPod;
 pub use super::usage::{PodMetricsList, PodUsage};
 
 /// An object from a kube list or watch as the JSON a file would hold: with
@@ -55,11 +56,11 @@ pub(super) struct Meta {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-struct OwnerRef {
-    api_version: String,
-    kind: String,
-    name: String,
-    controller: Option<bool>,
+pub(super) struct OwnerRef {
+    pub(super) api_version: String,
+    pub(super) kind: String,
+    pub(super) name: String,
+    pub(super) controller: Option<bool>,
 }
 
 /// A VPA whose recommendations this recommender writes: `spec.scope` set and
@@ -79,8 +80,9 @@ pub struct ScopedVpa {
     /// The policies' per-VPA overrides (AEP-8026), by container name (or
     /// `*`); only policies that override something.
     pub per_vpa: Vec<(String, super::per_vpa::PerVpaConfig)>,
-    /// The status as read, to compare with before writing.
-    pub status: Value,
+    /// The status as read, to compare with before writing; `None` when it
+    /// is absent or cannot be read, and then it is written.
+    pub status: Option<VpaStatus>,
 }
 
 #[derive(Deserialize)]
@@ -88,8 +90,38 @@ struct VpaObject {
     #[serde(default)]
     metadata: Meta,
     spec: VpaSpec,
-    #[serde(default)]
-    status: Value,
+    #[serde(default, deserialize_with = "readable")]
+    status: Option<VpaStatus>,
+}
+
+/// The status, or `None` when it is not one: an unreadable status is
+/// rewritten, not a reason to leave the VPA out.
+fn readable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<VpaStatus>, D::Error> {
+    let value = Value::deserialize(d)?;
+    Ok(VpaStatus::deserialize(value).ok())
+}
+
+/// A VPA from a list page's text, where items carry no `kind`: the object
+/// but its status as a tree (for [`ScopedVpa::from_value`] and
+/// [`super::replay::Replay::owns`]), and the status read typed straight
+/// from the text. With a group per node the status is nearly all of a VPA,
+/// and the recommender only compares it with what it would write.
+///
+/// # Errors
+/// Text that is not a JSON object.
+pub fn vpa_text(text: &str) -> Result<(Value, Option<VpaStatus>), serde_json::Error> {
+    let fields: BTreeMap<String, &serde_json::value::RawValue> = serde_json::from_str(text)?;
+    let mut object = serde_json::Map::new();
+    let mut status = None;
+    for (key, raw) in fields {
+        if key == "status" {
+            status = serde_json::from_str::<VpaStatus>(raw.get()).ok();
+        } else {
+            object.insert(key, serde_json::from_str(raw.get())?);
+        }
+    }
+    object.insert("kind".into(), "VerticalPodAutoscaler".into());
+    Ok((Value::Object(object), status))
 }
 
 impl ScopedVpa {
@@ -263,152 +295,6 @@ fn container_policy(
     Ok(policy)
 }
 
-/// A pod of a scoped DaemonSet, as the recommender needs it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrackedPod {
-    pub namespace: String,
-    pub name: String,
-    /// The DaemonSet that controls it.
-    pub daemonset: String,
-    /// `spec.nodeName`; a pod not yet bound has no samples anyway.
-    pub node: Option<String>,
-    /// `spec.containers[].name` with its memory request (bytes, 0 if none),
-    /// which an OOM kill is measured against.
-    pub containers: Vec<(String, i64)>,
-    /// OOM kills the pod's statuses show: container and `finishedAt`.
-    pub oom_kills: Vec<(String, Timestamp)>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PodObject {
-    metadata: Meta,
-    spec: PodSpec,
-    status: PodStatus,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PodSpec {
-    node_name: Option<String>,
-    containers: Vec<PodContainer>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct PodContainer {
-    name: String,
-    resources: Resources,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Resources {
-    requests: BTreeMap<String, Value>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct PodStatus {
-    container_statuses: Vec<ContainerStatus>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct ContainerStatus {
-    name: String,
-    state: ContainerStateDoc,
-    last_state: ContainerStateDoc,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct ContainerStateDoc {
-    terminated: Option<Terminated>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default, rename_all = "camelCase")]
-struct Terminated {
-    reason: String,
-    finished_at: Option<String>,
-}
-
-impl TrackedPod {
-    /// `Ok(None)` for a pod no DaemonSet controls, and for a balloon pod
-    /// (KEP-5620): its requests are a node's size, not a workload's usage.
-    ///
-    /// # Errors
-    /// A pod whose fields have the wrong types, or an unreadable quantity or
-    /// time.
-    pub fn from_value(value: &Value) -> Result<Option<Self>, InputError> {
-        let balloon = format!(
-            "/metadata/labels/{}",
-            crate::pods::BALLOON_LABEL.replace('/', "~1")
-        );
-        if value.pointer(&balloon).and_then(Value::as_str) == Some("true") {
-            return Ok(None);
-        }
-        let object = crate::manifest::object_ref(value);
-        let pod: PodObject = serde_json::from_value(value.clone())
-            .map_err(|e| input_error(&object, "spec", e.to_string()))?;
-        let Some(owner) = pod.metadata.owner_references.iter().find(|o| {
-            o.controller == Some(true) && o.kind == "DaemonSet" && o.api_version == "apps/v1"
-        }) else {
-            return Ok(None);
-        };
-        let mut containers = Vec::with_capacity(pod.spec.containers.len());
-        for (i, c) in pod.spec.containers.iter().enumerate() {
-            let memory = match c.resources.requests.get("memory") {
-                None => 0,
-                Some(v) => v
-                    .as_str()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| v.to_string())
-                    .parse::<Quantity>()
-                    .map_err(|e| {
-                        input_error(
-                            &object,
-                            &format!("spec.containers[{i}].resources.requests.memory"),
-                            e.to_string(),
-                        )
-                    })?
-                    .value(),
-            };
-            containers.push((c.name.clone(), memory));
-        }
-        let mut oom_kills = Vec::new();
-        for (i, s) in pod.status.container_statuses.iter().enumerate() {
-            for (field, state) in [("state", &s.state), ("lastState", &s.last_state)] {
-                let Some(t) = state
-                    .terminated
-                    .as_ref()
-                    .filter(|t| t.reason == "OOMKilled")
-                else {
-                    continue;
-                };
-                let Some(text) = &t.finished_at else { continue };
-                let at = text.parse::<Timestamp>().map_err(|e| {
-                    input_error(
-                        &object,
-                        &format!("status.containerStatuses[{i}].{field}.terminated.finishedAt"),
-                        e.to_string(),
-                    )
-                })?;
-                oom_kills.push((s.name.clone(), at));
-            }
-        }
-        Ok(Some(TrackedPod {
-            namespace: pod.metadata.namespace,
-            name: pod.metadata.name,
-            daemonset: owner.name.clone(),
-            node: pod.spec.node_name.filter(|n| !n.is_empty()),
-            containers,
-            oom_kills,
-        }))
-    }
-}
-
 /// Node labels by node name, for scope keys that are labels.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NodeIndex(HashMap<String, HashMap<String, String>>);
@@ -465,20 +351,37 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(labels: Value) -> Value {
-        json!({"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "kube-system", "labels": labels,
-                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "ds", "uid": "u", "controller": true}]},
-            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {"requests": {"memory": "1Gi"}}}]}})
-    }
-
     #[test]
-    fn balloon_pods_are_never_tracked_and_others_of_a_daemonset_are() {
-        let balloon = TrackedPod::from_value(&pod(json!({"node.kubernetes.io/balloon": "true"})));
-        assert!(matches!(balloon, Ok(None)));
-        let agent = TrackedPod::from_value(&pod(json!({"app": "agent"})));
-        assert!(
-            matches!(agent, Ok(Some(p)) if p.daemonset == "ds" && p.containers == [("c".to_owned(), 1_073_741_824)])
+    fn a_vpa_read_from_a_list_page_is_the_vpa_read_whole() {
+        let whole = json!({"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+            "metadata": {"name": "agent", "namespace": "monitoring", "generation": 3},
+            "spec": {"scope": "node", "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent"},
+                "recommenders": [{"name": "default"}],
+                "resourcePolicy": {"containerPolicies": [{"containerName": "*", "maxAllowed": {"memory": "1Gi"}}]}},
+            "status": {"conditions": [{"type": "RecommendationProvided", "status": "True"}],
+                "recommendationGroups": [{"scopeValue": "n1", "containerRecommendations": [
+                    {"containerName": "agent", "target": {"cpu": "100m"}}]}]}});
+        let read = |item: &Value| {
+            let (value, status) = vpa_text(&item.to_string()).expect("an object");
+            let mut vpa = ScopedVpa::from_value(&value)
+                .expect("reads")
+                .expect("scoped");
+            vpa.status = status;
+            vpa
+        };
+        let mut item = whole.clone();
+        item.as_object_mut().map(|m| m.remove("kind"));
+        let expected = ScopedVpa::from_value(&whole)
+            .expect("reads")
+            .expect("scoped");
+        assert!(expected.status.is_some());
+        assert_eq!(read(&item), expected);
+        // A status that does not read as one is no reason to leave the VPA out.
+        item["status"] = json!({"recommendationGroups": "many"});
+        assert_eq!(read(&item).status, None);
+        assert_eq!(
+            vpa_text("[]").map_err(|e| e.to_string()).err().as_deref(),
+            Some("invalid type: sequence, expected a map at line 1 column 0")
         );
     }
 }

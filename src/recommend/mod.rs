@@ -48,6 +48,7 @@ pub mod recording;
 pub mod replay;
 pub mod scheme;
 pub mod status;
+pub mod tracked;
 pub mod upstream;
 pub mod upstream_cluster;
 pub mod usage;

@@ -370,10 +370,8 @@ pub fn vpa_status(
         .to_string();
     let mut conditions: BTreeMap<String, Value> = vpa
         .status
-        .get("conditions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+        .iter()
+        .flat_map(|s| &s.conditions)
         .filter_map(|c| Some((c.get("type")?.as_str()?.to_owned(), c.clone())))
         .collect();
     let (reason, message) = if pod_count > 0 {
@@ -458,20 +456,17 @@ pub fn vpa_status(
 /// and writing it every interval would load etcd for nothing. A status that
 /// does not read as one is rewritten.
 #[must_use]
-pub fn needs_write(old: &Value, new: &VpaStatus) -> bool {
-    match VpaStatus::deserialize(old) {
-        Ok(old) => !old.same_targets(new),
-        Err(_) => true,
-    }
+pub fn needs_write(old: Option<&VpaStatus>, new: &VpaStatus) -> bool {
+    old.is_none_or(|old| !old.same_targets(new))
 }
 
 /// While Feature `vpa-node-scope` gates scopes off (AEP-10031: "no groups
 /// are written"), the status keeps the groups the VPA holds, as they are:
 /// neither updated nor removed. Removing them is the Feature's declared
 /// cleanup, not the recommender's.
-pub fn keep_groups(old: &Value, new: &mut VpaStatus) {
-    new.recommendation_groups = VpaStatus::deserialize(old)
-        .map(|old| old.recommendation_groups)
+pub fn keep_groups(old: Option<&VpaStatus>, new: &mut VpaStatus) {
+    new.recommendation_groups = old
+        .map(|old| old.recommendation_groups.clone())
         .unwrap_or_default();
 }
 

@@ -220,14 +220,18 @@ fn bounds_alone_moving_is_not_a_reason_to_write() {
     let old = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "100m"}, "lowerBound": {"cpu": "50m"}}]}});
     let bounds = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "100m"}, "lowerBound": {"cpu": "60m"}}]}});
     let target = json!({"recommendation": {"containerRecommendations": [{"containerName": "a", "target": {"cpu": "110m"}, "lowerBound": {"cpu": "50m"}}]}});
-    assert!(!needs_write(&old, &typed(&bounds)));
-    assert!(needs_write(&old, &typed(&target)));
-    assert!(needs_write(&json!({}), &typed(&old)));
+    assert!(!needs_write(Some(&typed(&old)), &typed(&bounds)));
+    assert!(needs_write(Some(&typed(&old)), &typed(&target)));
+    assert!(needs_write(Some(&typed(&json!({}))), &typed(&old)));
+    // No status, or one that does not read as a status, is written.
+    assert!(needs_write(None, &typed(&old)));
+    assert_eq!(vpa(json!({}), json!({"conditions": 7})).status, None);
+    assert_eq!(vpa(json!({}), old.clone()).status, Some(typed(&old)));
     // A resource someone else put in a group's target is a difference.
     let ours = json!({"recommendationGroups": [{"scopeValue": "a", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "1"}}]}]});
     let theirs = json!({"recommendationGroups": [{"scopeValue": "a", "containerRecommendations": [{"containerName": "c", "target": {"cpu": "1", "nvidia.com/gpu": "1"}}]}]});
-    assert!(needs_write(&theirs, &typed(&ours)));
-    assert!(!needs_write(&ours, &typed(&ours)));
+    assert!(needs_write(Some(&typed(&theirs)), &typed(&ours)));
+    assert!(!needs_write(Some(&typed(&ours)), &typed(&ours)));
 }
 
 #[test]
@@ -251,7 +255,7 @@ fn while_the_scope_feature_gates_scopes_off_the_groups_held_stay_as_they_are() {
         2,
         at(40),
     );
-    keep_groups(&old, &mut status);
+    keep_groups(Some(&typed(&old)), &mut status);
     let written = status.to_value();
     assert_eq!(written["recommendationGroups"], held);
     // The VPA-wide recommendation is still computed and written.
@@ -268,6 +272,6 @@ fn while_the_scope_feature_gates_scopes_off_the_groups_held_stay_as_they_are() {
         1,
         at(40),
     );
-    keep_groups(&json!({}), &mut fresh);
+    keep_groups(None, &mut fresh);
     assert_eq!(fresh.to_value().get("recommendationGroups"), None);
 }

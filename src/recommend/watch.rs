@@ -8,11 +8,12 @@
 //! DaemonSets, so it cannot select their pods by label; the owner is checked
 //! on each pod instead.
 
-use super::input::{object_value, NodeIndex, TrackedPod};
+use super::input::{NodeIndex, TrackedPod};
 use super::model::History;
+use crate::json::text::ObjectText;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::discovery::ApiResource;
 use kube::runtime::watcher::{self, watcher, Event};
@@ -50,8 +51,11 @@ fn pod_resource() -> ApiResource {
     }
 }
 
-fn tracked(object: &DynamicObject) -> Option<TrackedPod> {
-    match TrackedPod::from_value(&object_value(object, "Pod")) {
+/// The pod an event carries, read from its text: a page of the watch holds
+/// pods as text, and no pod's whole tree is ever built.
+fn tracked(object: &ObjectText) -> Option<TrackedPod> {
+    let reference = format!("Pod/{}/{}", object.namespace(), object.name());
+    match TrackedPod::from_text(object.text(), &reference) {
         Ok(pod) => pod,
         Err(error) => {
             tracing::warn!(%error, "pod left out");
@@ -117,7 +121,7 @@ fn spawn_pods(
     history: Shared,
     ready: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &pod_resource());
+    let api: Api<ObjectText> = Api::namespaced_with(client.clone(), namespace, &pod_resource());
     let namespace = namespace.to_owned();
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())
@@ -126,7 +130,7 @@ fn spawn_pods(
         // Names seen by a (re)list, to drop the pods deleted meanwhile.
         let mut listed: HashSet<String> = HashSet::new();
         while let Some(event) = events.next().await {
-            let name = |o: &DynamicObject| o.metadata.name.clone().unwrap_or_default();
+            let name = |o: &ObjectText| o.name().to_owned();
             match event {
                 Ok(Event::Init) => listed.clear(),
                 Ok(Event::InitApply(o)) => {

@@ -142,19 +142,49 @@ impl Entry {
     pub fn from_json(text: &str, interner: &mut Interner) -> Entry {
         let (api_version, kind) = peek_type(text);
         if (&*api_version, &*kind) == VPA {
-            return match serde_json::from_str::<VpaDoc<'_>>(text) {
-                Ok(doc) => Self::vpa(&doc, interner),
-                Err(e) => {
-                    // Name the object if its metadata can be read at all.
-                    let name = serde_json::from_str::<Value>(text)
-                        .map_or_else(|_| "VerticalPodAutoscaler".to_owned(), |v| object_ref(&v));
-                    problem(name, "(object)", e)
-                }
-            };
+            return Self::vpa_text(text, interner);
         }
         match serde_json::from_str::<Value>(text) {
             Ok(value) => Self::other(value, interner),
             Err(e) => problem("(object)".to_owned(), "(object)", e),
+        }
+    }
+
+    /// Converts one watched object of type (`api_version`, `kind`) from its
+    /// text: list items carry neither, so the watch says what they are.
+    pub fn from_text(text: &str, api_version: &str, kind: &str, interner: &mut Interner) -> Entry {
+        if (api_version, kind) == VPA {
+            return Self::vpa_text(text, interner);
+        }
+        match serde_json::from_str::<Value>(text) {
+            Ok(mut value) => {
+                if let Value::Object(map) = &mut value {
+                    map.insert("apiVersion".into(), Value::String(api_version.to_owned()));
+                    map.insert("kind".into(), Value::String(kind.to_owned()));
+                }
+                Self::other(value, interner)
+            }
+            Err(e) => problem(format!("{kind} (object)"), "(object)", e),
+        }
+    }
+
+    fn vpa_text(text: &str, interner: &mut Interner) -> Entry {
+        match serde_json::from_str::<VpaDoc<'_>>(text) {
+            Ok(doc) => Self::vpa(&doc, interner),
+            Err(e) => {
+                // Name the object if its metadata can be read at all.
+                let name = serde_json::from_str::<Value>(text).map_or_else(
+                    |_| "VerticalPodAutoscaler".to_owned(),
+                    |mut v| {
+                        if let Value::Object(map) = &mut v {
+                            map.entry("kind")
+                                .or_insert_with(|| Value::String(VPA.1.to_owned()));
+                        }
+                        object_ref(&v)
+                    },
+                );
+                problem(name, "(object)", e)
+            }
         }
     }
 
@@ -241,6 +271,34 @@ mod tests {
         assert_eq!((&*api_version, &*kind), ("v1", "Namespace"));
         let (api_version, kind) = peek_type("[1,2]");
         assert_eq!((&*api_version, &*kind), ("", ""));
+    }
+
+    #[test]
+    fn a_watched_object_takes_its_type_from_the_watch() {
+        let mut interner = Interner::default();
+        let text = r#"{"metadata":{"name":"x","namespace":"ns"},"spec":{"scope":7}}"#;
+        match Entry::from_text(text, VPA.0, VPA.1, &mut interner) {
+            Entry::Problem(e) => assert_eq!(
+                e.to_string(),
+                "VerticalPodAutoscaler/ns/x: (object): invalid type: integer `7`, expected a string at line 1 column 59"
+            ),
+            other => panic!("{other:?}"),
+        }
+        let text = r#"{"metadata":{"name":"n1","labels":{"zone":"a"}}}"#;
+        match Entry::from_text(text, "v1", "Node", &mut interner) {
+            Entry::Node { name, labels } => {
+                assert_eq!(&*name, "n1");
+                assert_eq!(labels.len(), 1);
+                assert_eq!((&*labels[0].0, &*labels[0].1), ("zone", "a"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match Entry::from_text(text, "v1", "ConfigMap", &mut interner) {
+            Entry::Param {
+                api_version, kind, ..
+            } => assert_eq!((&*api_version, &*kind), ("v1", "ConfigMap")),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -8,13 +8,13 @@
 
 use super::nodes::{self, CoveredKeys, LabelKeys};
 use super::{Entry, Interner, Snapshot};
+use crate::json::text::ObjectText;
 use crate::metrics::StoreMetrics;
 use futures::{stream, StreamExt};
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{Api, ApiResource, GroupVersionKind};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
-use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +41,16 @@ impl WatchedKind {
 }
 
 impl WatchedKind {
+    /// `group/version`, or `version` for the core group.
+    #[must_use]
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_owned()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
     fn api_resource(&self) -> ApiResource {
         ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk(self.group, self.version, self.kind),
@@ -124,15 +134,8 @@ pub struct WatchState {
     absent: std::collections::HashSet<usize>,
 }
 
-fn key_of(object: &Value) -> Key {
-    let get = |p: &str| {
-        object
-            .pointer(p)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    (get("/metadata/namespace"), get("/metadata/name"))
+fn key_of(object: &ObjectText) -> Key {
+    (object.namespace().to_owned(), object.name().to_owned())
 }
 
 impl WatchState {
@@ -145,36 +148,45 @@ impl WatchState {
         }
     }
 
-    /// Applies one event of stream `kind`; returns whether state changed.
-    pub fn apply(&mut self, kind: usize, event: Event<Value>) -> bool {
+    /// Applies one event of stream `index`, which watches `kind`; returns
+    /// whether state changed. An object is converted from its text here, so
+    /// no tree of it outlives its event.
+    pub fn apply(&mut self, index: usize, kind: &WatchedKind, event: Event<ObjectText>) -> bool {
+        let entry = |object: &ObjectText, interner: &mut Interner| {
+            Entry::from_text(object.text(), &kind.api_version(), kind.kind, interner)
+        };
         match event {
             Event::Init => {
-                self.relisting.insert(kind, BTreeMap::new());
+                self.relisting.insert(index, BTreeMap::new());
                 false
             }
             Event::InitApply(object) => {
-                let key = key_of(&object);
-                let entry = Entry::from_value(object, &mut self.interner);
-                self.relisting.entry(kind).or_default().insert(key, entry);
+                let entry = entry(&object, &mut self.interner);
+                self.relisting
+                    .entry(index)
+                    .or_default()
+                    .insert(key_of(&object), entry);
                 false
             }
             Event::InitDone => {
-                let fresh = self.relisting.remove(&kind).unwrap_or_default();
-                self.current.insert(kind, fresh);
-                if let Some(s) = self.synced.get_mut(kind) {
+                let fresh = self.relisting.remove(&index).unwrap_or_default();
+                self.current.insert(index, fresh);
+                if let Some(s) = self.synced.get_mut(index) {
                     *s = true;
                 }
                 true
             }
             Event::Apply(object) => {
-                let key = key_of(&object);
-                let entry = Entry::from_value(object, &mut self.interner);
-                self.current.entry(kind).or_default().insert(key, entry);
+                let entry = entry(&object, &mut self.interner);
+                self.current
+                    .entry(index)
+                    .or_default()
+                    .insert(key_of(&object), entry);
                 true
             }
             Event::Delete(object) => {
                 self.current
-                    .entry(kind)
+                    .entry(index)
                     .or_default()
                     .remove(&key_of(&object));
                 true
@@ -226,21 +238,6 @@ impl WatchState {
     }
 }
 
-/// Fills in `apiVersion` and `kind`, which list responses omit per item.
-fn to_value(object: DynamicObject, kind: &WatchedKind) -> Value {
-    let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
-    if let Value::Object(map) = &mut value {
-        let api_version = if kind.group.is_empty() {
-            kind.version.to_owned()
-        } else {
-            format!("{}/{}", kind.group, kind.version)
-        };
-        map.insert("apiVersion".into(), Value::String(api_version));
-        map.insert("kind".into(), Value::String(kind.kind.to_owned()));
-    }
-    value
-}
-
 /// Watches `kinds` and publishes a snapshot after each burst of changes;
 /// calls `on_synced` once, after every kind's first full list.
 pub async fn run(
@@ -259,7 +256,7 @@ pub async fn run(
             nodes::stream(client.clone(), wanted_rx.clone(), covered.clone()).boxed()
         } else {
             let resource = kind.api_resource();
-            let api: Api<DynamicObject> = match &kind.namespace {
+            let api: Api<ObjectText> = match &kind.namespace {
                 Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
                 None => Api::all_with(client.clone(), &resource),
             };
@@ -296,7 +293,7 @@ pub async fn run(
 pub type TaggedEvent = (
     usize,
     WatchedKind,
-    Result<Event<DynamicObject>, watcher::Error>,
+    Result<Event<ObjectText>, watcher::Error>,
 );
 
 /// The store's event loop, apart from the API client so recorded event
@@ -338,7 +335,7 @@ fn handle(
     state: &mut WatchState,
     index: usize,
     kind: &WatchedKind,
-    event: Result<Event<DynamicObject>, watcher::Error>,
+    event: Result<Event<ObjectText>, watcher::Error>,
     metrics: &StoreMetrics,
 ) -> bool {
     match event {
@@ -350,7 +347,7 @@ fn handle(
                     "the kind is served now (its CRD was installed): watching it"
                 );
             }
-            state.apply(index, event.map_object(kind))
+            state.apply(index, kind, event)
         }
         Err(error) if kind.is_custom() && is_not_served(&error) => {
             let news = state.absent(index);
@@ -380,22 +377,6 @@ fn is_not_served(error: &watcher::Error) -> bool {
         | watcher::Error::WatchFailed(kube::Error::Api(status)) => status.code == 404,
         watcher::Error::WatchError(status) => status.code == 404,
         _ => false,
-    }
-}
-
-trait MapObject {
-    fn map_object(self, kind: &WatchedKind) -> Event<Value>;
-}
-
-impl MapObject for Event<DynamicObject> {
-    fn map_object(self, kind: &WatchedKind) -> Event<Value> {
-        match self {
-            Event::Init => Event::Init,
-            Event::InitDone => Event::InitDone,
-            Event::InitApply(o) => Event::InitApply(to_value(o, kind)),
-            Event::Apply(o) => Event::Apply(to_value(o, kind)),
-            Event::Delete(o) => Event::Delete(to_value(o, kind)),
-        }
     }
 }
 

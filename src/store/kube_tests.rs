@@ -5,21 +5,24 @@ use super::*;
 use serde_json::json;
 use std::sync::Mutex;
 
-fn vpa(cpu: &str) -> DynamicObject {
-    serde_json::from_value(json!({
-            "apiVersion": "autoscaling.k8s.io/v1",
-            "kind": "VerticalPodAutoscaler",
-            "metadata": {"name": "node-exporter", "namespace": "monitoring", "resourceVersion": "10"},
-            "spec": {"scope": "node", "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "node-exporter"}},
-            "status": {"recommendationGroups": [{"scopeValue": "node-a-1", "containerRecommendations": [
-                {"containerName": "node-exporter", "target": {"cpu": cpu, "memory": "256Mi"}}]}]}
-        }))
-        .unwrap()
+/// A VPA as a list page or watch event carries it: no `apiVersion` or
+/// `kind`, which the watch they came from gives.
+fn vpa_named(name: &str, cpu: &str) -> ObjectText {
+    ObjectText::from_value(&json!({
+        "metadata": {"name": name, "namespace": "monitoring", "resourceVersion": "10"},
+        "spec": {"scope": "node", "targetRef": {"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "node-exporter"}},
+        "status": {"recommendationGroups": [{"scopeValue": "node-a-1", "containerRecommendations": [
+            {"containerName": "node-exporter", "target": {"cpu": cpu, "memory": "256Mi"}}]}]}
+    }))
+    .unwrap()
 }
 
-fn namespace(name: &str) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Namespace",
+fn vpa(cpu: &str) -> ObjectText {
+    vpa_named("node-exporter", cpu)
+}
+
+fn namespace(name: &str) -> ObjectText {
+    ObjectText::from_value(&json!({
         "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}}
     }))
     .unwrap()
@@ -29,7 +32,7 @@ fn kinds() -> Vec<WatchedKind> {
     default_kinds(None, &[])
 }
 
-fn tagged(index: usize, event: Result<Event<DynamicObject>, watcher::Error>) -> TaggedEvent {
+fn tagged(index: usize, event: Result<Event<ObjectText>, watcher::Error>) -> TaggedEvent {
     (index, kinds()[index].clone(), event)
 }
 
@@ -112,8 +115,7 @@ async fn watch_errors_keep_the_last_snapshot_and_new_data_is_served_after_recove
 #[test]
 fn a_relist_broken_midway_keeps_the_old_view_and_its_partial_objects_never_leak() {
     let metrics = StoreMetrics::new("kube");
-    let mut ghost = vpa("999m");
-    ghost.metadata.name = Some("ghost".to_owned());
+    let ghost = vpa_named("ghost", "999m");
     let mut events = initial_sync();
     let synced_at = events.len();
     // A relist starts, delivers part of the list, and the connection drops.
@@ -155,28 +157,25 @@ fn a_relist_broken_midway_keeps_the_old_view_and_its_partial_objects_never_leak(
 #[test]
 fn relist_drops_objects_deleted_while_disconnected() {
     let mut state = WatchState::new(1);
-    state.apply(0, Event::Init);
-    state.apply(
-        0,
-        Event::InitApply(serde_json::to_value(vpa("150m")).unwrap()),
-    );
-    state.apply(0, Event::InitDone);
+    state.apply(0, &kinds()[0], Event::Init);
+    state.apply(0, &kinds()[0], Event::InitApply(vpa("150m")));
+    state.apply(0, &kinds()[0], Event::InitDone);
     assert_eq!(state.snapshot().vpa_count(), 1);
-    state.apply(0, Event::Init);
+    state.apply(0, &kinds()[0], Event::Init);
     // Until the relist is done, the old view stays in service.
     assert_eq!(state.snapshot().vpa_count(), 1);
-    state.apply(0, Event::InitDone);
+    state.apply(0, &kinds()[0], Event::InitDone);
     assert_eq!(state.snapshot().vpa_count(), 0);
 }
 
 #[test]
 fn apply_and_delete_update_the_view() {
     let mut state = WatchState::new(1);
-    state.apply(0, Event::InitDone);
-    let object = serde_json::to_value(vpa("150m")).unwrap();
-    assert!(state.apply(0, Event::Apply(object.clone())));
+    state.apply(0, &kinds()[0], Event::InitDone);
+    let object = vpa("150m");
+    assert!(state.apply(0, &kinds()[0], Event::Apply(object.clone())));
     assert_eq!(target_cpu(&state.snapshot()).as_deref(), Some("150m"));
-    assert!(state.apply(0, Event::Delete(object)));
+    assert!(state.apply(0, &kinds()[0], Event::Delete(object)));
     assert_eq!(state.snapshot().vpa_count(), 0);
 }
 
@@ -236,11 +235,8 @@ fn a_crd_installed_later_is_listed_again_and_its_objects_appear() {
     assert!(state.synced());
     assert!(state.present(0));
     assert!(!state.present(0));
-    state.apply(0, Event::Init);
-    state.apply(
-        0,
-        Event::InitApply(serde_json::to_value(vpa("150m")).expect("json")),
-    );
-    assert!(state.apply(0, Event::InitDone));
+    state.apply(0, &kinds()[0], Event::Init);
+    state.apply(0, &kinds()[0], Event::InitApply(vpa("150m")));
+    assert!(state.apply(0, &kinds()[0], Event::InitDone));
     assert_eq!(target_cpu(&state.snapshot()), Some("150m".to_owned()));
 }

@@ -11,8 +11,9 @@
 //! back to the VPA-wide recommendation and says so) rather than reading a
 //! label that was filtered away as absent.
 
+use crate::json::text::ObjectText;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DynamicObject, ObjectMeta, PartialObjectMeta, TypeMeta};
+use kube::api::{Api, ObjectMeta, PartialObjectMeta};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Client;
@@ -59,28 +60,25 @@ fn start(client: &Client) -> Inner {
     .boxed()
 }
 
-/// One node as the store keeps it: a `v1/Node` with its name and the
-/// labels in `keys`.
+/// One node as the store keeps it: its name and the labels in `keys`
+/// (a `v1/Node` by the watch it came from).
 #[must_use]
-pub fn reduce(node: PartialObjectMeta<Node>, keys: &BTreeSet<Arc<str>>) -> DynamicObject {
-    let labels = node.metadata.labels.map(|labels| {
-        labels
-            .into_iter()
-            .filter(|(key, _)| keys.contains(key.as_str()))
-            .collect()
-    });
-    DynamicObject {
-        types: Some(TypeMeta {
-            api_version: "v1".to_owned(),
-            kind: "Node".to_owned(),
-        }),
-        metadata: ObjectMeta {
-            name: node.metadata.name,
-            labels,
-            ..ObjectMeta::default()
-        },
-        data: serde_json::Value::Object(serde_json::Map::new()),
-    }
+pub fn reduce(node: PartialObjectMeta<Node>, keys: &BTreeSet<Arc<str>>) -> ObjectText {
+    let labels: serde_json::Map<String, serde_json::Value> = node
+        .metadata
+        .labels
+        .into_iter()
+        .flatten()
+        .filter(|(key, _)| keys.contains(key.as_str()))
+        .map(|(key, value)| (key, serde_json::Value::String(value)))
+        .collect();
+    let value = serde_json::json!({"metadata": {"name": &node.metadata.name, "labels": labels}});
+    let metadata = ObjectMeta {
+        name: node.metadata.name,
+        resource_version: node.metadata.resource_version,
+        ..ObjectMeta::default()
+    };
+    ObjectText::built(metadata, &value)
 }
 
 struct State {
@@ -100,7 +98,7 @@ pub fn stream(
     client: Client,
     wanted: watch::Receiver<LabelKeys>,
     covered: CoveredKeys,
-) -> impl futures::Stream<Item = Result<Event<DynamicObject>, watcher::Error>> + Send {
+) -> impl futures::Stream<Item = Result<Event<ObjectText>, watcher::Error>> + Send {
     use futures::StreamExt;
     let listing = wanted.borrow().clone();
     let state = State {
@@ -148,6 +146,7 @@ pub fn stream(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::ResourceExt;
     use std::collections::BTreeMap;
 
     #[test]
@@ -170,11 +169,14 @@ mod tests {
             _phantom: std::marker::PhantomData,
         };
         let keys = BTreeSet::from([Arc::from("topology.kubernetes.io/zone")]);
-        let kept = serde_json::to_value(reduce(node, &keys)).unwrap_or_default();
+        let kept = reduce(node, &keys);
         assert_eq!(
-            kept,
-            serde_json::json!({"apiVersion": "v1", "kind": "Node",
-                "metadata": {"name": "n1", "labels": {"topology.kubernetes.io/zone": "zone-a"}}})
+            (kept.text(), kept.name(), kept.resource_version()),
+            (
+                r#"{"metadata":{"labels":{"topology.kubernetes.io/zone":"zone-a"},"name":"n1"}}"#,
+                "n1",
+                Some("7".to_owned())
+            )
         );
     }
 }

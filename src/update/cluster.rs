@@ -9,8 +9,9 @@ use super::metrics::UpdaterMetrics;
 use super::plan::{plan_pass, Memory};
 use super::workloads::{DaemonSetInfo, Workloads};
 use super::{Action, PodPlan, UpdateConfig};
+use crate::json::text::ObjectText;
 use crate::leader::{self, LeaseConfig};
-use crate::pods::RunningPod;
+use crate::pods::{read_watched, RunningPod};
 use crate::store::Snapshot;
 use arc_swap::ArcSwap;
 use futures::StreamExt;
@@ -18,7 +19,7 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::Api;
+use kube::api::{Api, ApiResource};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::runtime::WatchStreamExt;
@@ -279,58 +280,43 @@ pub async fn webhook_fresh(
     }
 }
 
-/// Whether `pod`'s controller is an apps/v1 DaemonSet: the only pods a
-/// pass decides on ([`Workloads::by_daemonset`]). The others (26 of 30 per
-/// node in a large cluster) are dropped at the watch, unconverted, so the
-/// updater holds a pod per DaemonSet per node, not every pod.
-fn controlled_by_daemonset(pod: &Pod) -> bool {
-    pod.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .any(|r| r.controller == Some(true) && r.api_version == "apps/v1" && r.kind == "DaemonSet")
+/// A watched pod as the updater keeps it: `Ok(None)` for a pod no apps/v1
+/// DaemonSet controls, the only pods a pass decides on
+/// ([`Workloads::by_daemonset`]). The others (26 of 30 per node in a large
+/// cluster) are dropped at the watch, so the updater holds a pod per
+/// DaemonSet per node, not every pod. A pod is read from its text
+/// ([`read_watched`]).
+fn daemonset_pod(object: &ObjectText) -> Result<Option<RunningPod>, String> {
+    let pod = read_watched(object, |pod| pod.daemonset().is_some())?;
+    Ok(pod.filter(|pod| pod.daemonset.is_some()))
 }
 
 async fn watch_pods(client: Client, workloads: Shared) {
-    let api: Api<Pod> = Api::all(client);
+    // Pages and events as text (`ObjectText`): no whole Pod is built.
+    let api: Api<ObjectText> = Api::all_with(client, &ApiResource::erase::<Pod>(&()));
     let mut events = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
     let mut fresh = Workloads::default();
     while let Some(event) = events.next().await {
-        let read = |pod: &Pod| {
-            serde_json::to_value(pod)
-                .map_err(|e| e.to_string())
-                .and_then(|mut v| {
-                    v["apiVersion"] = "v1".into();
-                    v["kind"] = "Pod".into();
-                    RunningPod::from_value(&v).map_err(|e| e.to_string())
-                })
-        };
-        let key = |pod: &Pod| {
-            format!(
-                "{}/{}",
-                pod.metadata.namespace.as_deref().unwrap_or_default(),
-                pod.metadata.name.as_deref().unwrap_or_default()
-            )
-        };
+        let key = |pod: &ObjectText| format!("{}/{}", pod.namespace(), pod.name());
         match event {
             Ok(WatchEvent::Init) => fresh = Workloads::default(),
-            Ok(WatchEvent::InitApply(pod)) if !controlled_by_daemonset(&pod) => {}
-            Ok(WatchEvent::InitApply(pod)) => match read(&pod) {
-                Ok(p) => fresh.put_pod(p),
+            Ok(WatchEvent::InitApply(pod)) => match daemonset_pod(&pod) {
+                Ok(Some(p)) => fresh.put_pod(p),
+                Ok(None) => {}
                 Err(error) => tracing::warn!(%error, "pod left out"),
             },
             Ok(WatchEvent::InitDone) => {
                 let mut w = lock(&workloads);
                 w.pods = std::mem::take(&mut fresh.pods);
             }
-            // Orphaned, or never a DaemonSet's: nothing the updater sizes.
-            Ok(WatchEvent::Apply(pod)) if !controlled_by_daemonset(&pod) => {
-                lock(&workloads).pods.remove(&key(&pod));
-            }
-            Ok(WatchEvent::Apply(pod)) => match read(&pod) {
-                Ok(p) => lock(&workloads).put_pod(p),
+            Ok(WatchEvent::Apply(pod)) => match daemonset_pod(&pod) {
+                Ok(Some(p)) => lock(&workloads).put_pod(p),
+                // Orphaned, or never a DaemonSet's: nothing the updater sizes.
+                Ok(None) => {
+                    lock(&workloads).pods.remove(&key(&pod));
+                }
                 Err(error) => tracing::warn!(%error, "pod left out"),
             },
             Ok(WatchEvent::Delete(pod)) => {
@@ -342,15 +328,15 @@ async fn watch_pods(client: Client, workloads: Shared) {
 }
 
 async fn watch_daemonsets(client: Client, workloads: Shared) {
-    let api: Api<DaemonSet> = Api::all(client);
+    let api: Api<ObjectText> = Api::all_with(client, &ApiResource::erase::<DaemonSet>(&()));
     let mut events = watcher::watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
     let mut fresh = std::collections::HashMap::new();
     while let Some(event) = events.next().await {
-        let read = |ds: &DaemonSet| {
-            serde_json::to_value(ds)
-                .map_err(|e| e.to_string())
+        let read = |ds: &ObjectText| {
+            serde_json::from_str::<serde_json::Value>(ds.text())
+                .map_err(|e| format!("DaemonSet {}/{}: {e}", ds.namespace(), ds.name()))
                 .and_then(|v| DaemonSetInfo::from_value(&v))
         };
         match event {
@@ -369,10 +355,7 @@ async fn watch_daemonsets(client: Client, workloads: Shared) {
                 Err(error) => tracing::warn!(%error, "DaemonSet left out"),
             },
             Ok(WatchEvent::Delete(ds)) => {
-                let key = (
-                    ds.metadata.namespace.unwrap_or_default(),
-                    ds.metadata.name.unwrap_or_default(),
-                );
+                let key = (ds.namespace().to_owned(), ds.name().to_owned());
                 lock(&workloads).daemonsets.remove(&key);
             }
             Err(error) => tracing::warn!(%error, "DaemonSet watch failed; retrying"),

@@ -99,20 +99,27 @@ async fn only_the_vpas_the_apiserver_still_holds_at_the_version_seen_may_act() {
 
 #[test]
 fn only_pods_a_daemonset_controls_are_kept_by_the_watch() {
-    let pod = |owners: serde_json::Value| -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns",
-            "ownerReferences": owners}}))
+    // As a list page carries a pod: no apiVersion or kind.
+    let pod = |owners: serde_json::Value, image: serde_json::Value| {
+        ObjectText::from_value(&json!({"metadata": {"name": "p", "namespace": "ns",
+            "resourceVersion": "5", "ownerReferences": owners},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": image,
+                "resources": {"requests": {"cpu": "100m"}}}]}}))
         .unwrap()
     };
     let owner = |api_version: &str, kind: &str, controller: bool| {
         json!({"apiVersion": api_version, "kind": kind, "name": "o", "uid": "u",
                "controller": controller})
     };
-    assert!(controlled_by_daemonset(&pod(json!([owner(
-        "apps/v1",
-        "DaemonSet",
-        true
-    )]))));
+    let kept = daemonset_pod(&pod(
+        json!([owner("apps/v1", "DaemonSet", true)]),
+        json!("x"),
+    ));
+    let kept = kept.unwrap().unwrap();
+    assert_eq!(
+        (&*kept.namespace, &*kept.name, kept.daemonset.as_deref()),
+        ("ns", "p", Some("o"))
+    );
     for owners in [
         json!([]),
         json!([owner("apps/v1", "ReplicaSet", true)]),
@@ -120,6 +127,20 @@ fn only_pods_a_daemonset_controls_are_kept_by_the_watch() {
         json!([owner("apps/v1", "DaemonSet", false)]),
         json!([owner("extensions/v1beta1", "DaemonSet", true)]),
     ] {
-        assert!(!controlled_by_daemonset(&pod(owners.clone())), "{owners}");
+        assert!(
+            matches!(daemonset_pod(&pod(owners.clone(), json!("x"))), Ok(None)),
+            "{owners}"
+        );
     }
+    // A shape the typed read declines goes through the Value read, with
+    // the same answer.
+    let odd = daemonset_pod(&pod(json!([owner("apps/v1", "DaemonSet", true)]), json!(7)));
+    assert_eq!(odd.unwrap().unwrap(), kept);
+    let bad = ObjectText::from_value(&json!({"metadata": {"name": "p", "namespace": "ns",
+        "ownerReferences": [owner("apps/v1", "DaemonSet", true)]}, "spec": {"containers": 7}}))
+    .unwrap();
+    assert_eq!(
+        daemonset_pod(&bad).unwrap_err(),
+        "Pod ns/p: spec.containers: expected an array"
+    );
 }
