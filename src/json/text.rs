@@ -16,7 +16,6 @@ use kube::api::{ApiResource, ObjectMeta};
 use kube::core::{DynamicResourceScope, Resource};
 use serde::de::{self, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
-use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -26,14 +25,23 @@ use std::fmt;
 pub struct ObjectText {
     /// `name`, `namespace` and `resourceVersion` only.
     metadata: ObjectMeta,
-    text: Box<RawValue>,
+    text: Box<str>,
 }
+
+/// The name serde_json answers with an object's text instead of its
+/// fields (how `RawValue` is read). Any other deserializer, and one that
+/// has buffered the object first (serde's `Content`, for a watch event
+/// whose `object` comes before its `type`), answers with the object
+/// itself, which is then read as a `Value` and written back as text: the
+/// same text, at the cost of a tree for that one object. So a change of
+/// this name in serde_json costs speed, never correctness.
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 impl ObjectText {
     /// The object's JSON text, as received.
     #[must_use]
     pub fn text(&self) -> &str {
-        self.text.get()
+        &self.text
     }
 
     /// `metadata.name`, or `""`.
@@ -52,11 +60,10 @@ impl ObjectText {
     /// labels the store keeps): the text of `value`, read as `metadata`.
     #[must_use]
     pub fn built(metadata: ObjectMeta, value: &serde_json::Value) -> Self {
-        // Writing a Value cannot fail (its keys are strings); `null` stands
-        // in all the same, and reads as no object downstream.
-        let text =
-            serde_json::value::to_raw_value(value).unwrap_or_else(|_| RawValue::NULL.to_owned());
-        ObjectText { metadata, text }
+        ObjectText {
+            metadata,
+            text: value.to_string().into(),
+        }
     }
 
     /// The text of `value`, its metadata read from it.
@@ -64,12 +71,13 @@ impl ObjectText {
     /// # Errors
     /// When `value` is not an object with readable metadata.
     pub fn from_value(value: &serde_json::Value) -> Result<Self, serde_json::Error> {
-        Self::from_raw(serde_json::value::to_raw_value(value)?)
+        Self::from_text(value.to_string().into())
     }
 
-    fn from_raw(text: Box<RawValue>) -> Result<Self, serde_json::Error> {
+    /// `text`, which is one JSON value, with its metadata read from it.
+    fn from_text(text: Box<str>) -> Result<Self, serde_json::Error> {
         let mut found = MetaPeek::default();
-        let mut de = serde_json::Deserializer::from_str(text.get());
+        let mut de = serde_json::Deserializer::from_str(&text);
         // Reading stops once `metadata` is read, so serde_json reports the
         // unfinished object as an error; the text itself was already read
         // whole as JSON, so only an error inside `metadata` counts.
@@ -85,7 +93,7 @@ impl ObjectText {
                 text,
             }),
             (None, Err(e)) if found.failed => Err(e),
-            (None, Err(e)) if !text.get().trim_start().starts_with('{') => Err(e),
+            (None, Err(e)) if !text.trim_start().starts_with('{') => Err(e),
             (None, _) => Ok(ObjectText {
                 metadata: ObjectMeta::default(),
                 text,
@@ -132,12 +140,44 @@ impl<'de> Visitor<'de> for &mut MetaPeek {
     }
 }
 
+/// An object's JSON text, however the deserializer offers it ([`RAW_VALUE`]).
+struct TextVisitor;
+
+impl<'de> Visitor<'de> for TextVisitor {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<String, A::Error> {
+        let Some(first) = map.next_key::<String>()? else {
+            return Ok("{}".to_owned());
+        };
+        if first == RAW_VALUE {
+            return map.next_value();
+        }
+        // A map offered field by field: the object itself.
+        let mut object = serde_json::Map::new();
+        object.insert(first, map.next_value()?);
+        while let Some((key, value)) = map.next_entry()? {
+            object.insert(key, value);
+        }
+        Ok(serde_json::Value::Object(object).to_string())
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        serde_json::Value::deserialize(d).map(|v| v.to_string())
+    }
+}
+
 impl<'de> Deserialize<'de> for ObjectText {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = Box::<RawValue>::deserialize(deserializer)?;
+        let text = deserializer.deserialize_newtype_struct(RAW_VALUE, TextVisitor)?;
         // The position is within the object's own text; serde_json adds
         // where the object is in the page or event.
-        Self::from_raw(text).map_err(|e| de::Error::custom(format_args!("in the object: {e}")))
+        Self::from_text(text.into())
+            .map_err(|e| de::Error::custom(format_args!("in the object: {e}")))
     }
 }
 
@@ -224,6 +264,33 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn an_event_whose_object_comes_before_its_type_is_read_all_the_same() {
+        // serde buffers the object when `object` precedes `type`; the text
+        // is then written again from what it buffered.
+        let line = r#"{"object":{"metadata":{"name":"a","resourceVersion":"12"},"spec":{"x":[1,{"y":null}]}},"type":"ADDED"}"#;
+        match serde_json::from_str::<WatchEvent<ObjectText>>(line).expect("an event") {
+            WatchEvent::Added(o) => {
+                assert_eq!((o.name(), o.resource_version()), ("a", Some("12".into())));
+                assert_eq!(
+                    o.text(),
+                    r#"{"metadata":{"name":"a","resourceVersion":"12"},"spec":{"x":[1,{"y":null}]}}"#
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // And from a Value, which hands over the text as serde_json does.
+        let value = serde_json::json!({"metadata": {"name": "b"}});
+        let o: ObjectText = serde_json::from_value(value).expect("an object");
+        assert_eq!((o.name(), o.text()), ("b", r#"{"metadata":{"name":"b"}}"#));
+        // A deserializer that offers any object field by field.
+        let fields = serde::de::value::MapDeserializer::<_, serde_json::Error>::new(
+            [("kind", "Pod"), ("apiVersion", "v1")].into_iter(),
+        );
+        let o = ObjectText::deserialize(fields).expect("an object");
+        assert_eq!(o.text(), r#"{"apiVersion":"v1","kind":"Pod"}"#);
     }
 
     #[test]

@@ -114,9 +114,11 @@ impl Running {
     }
 
     pub fn stop(&mut self) {
-        // Under a wrapper (heaptrack's script) the component is its child.
+        // Under a wrapper (heaptrack's script) the component is its child,
+        // and so is heaptrack_interpret, which must not be signalled: it
+        // writes the profile once the component's trace ends.
         let _ = Command::new("pkill")
-            .args(["-TERM", "-P", &self.pid().to_string()])
+            .args(["-TERM", "-P", &self.pid().to_string(), "-x", "nodescope"])
             .status();
         // SAFETY: signals our own child by its pid.
         unsafe { libc::kill(self.pid() as i32, libc::SIGTERM) };

@@ -41,25 +41,27 @@ pub fn open(
         let mut tick =
             tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_EVERY, BOOKMARK_EVERY);
         loop {
-            let line = tokio::select! {
+            let (kind, object) = tokio::select! {
                 () = &mut end => break,
                 _ = tick.tick() => {
                     if !bookmarks { continue; }
                     let revision = lock(&state.objects).revision;
-                    json!({"type": "BOOKMARK", "object": {"kind": r.kind, "apiVersion": r.api_version(),
-                        "metadata": {"resourceVersion": revision.to_string()}}})
+                    ("BOOKMARK".to_owned(), json!({"kind": r.kind, "apiVersion": r.api_version(),
+                        "metadata": {"resourceVersion": revision.to_string()}}))
                 }
                 change = changes.recv() => match change {
                     Ok(Change { key: k, kind, object }) if k == key && query.value(&object) => {
                         let object = if metadata { partial(&object) } else { object };
-                        json!({"type": kind, "object": object})
+                        (kind.to_string(), object)
                     }
                     Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(broadcast::error::RecvError::Closed) => break,
                 },
             };
-            let mut bytes = serde_json::to_vec(&line).unwrap_or_default();
-            bytes.push(b'\n');
+            // `type` before `object`, as kube-apiserver writes a WatchEvent
+            // (a json! map would sort `object` first).
+            let object = serde_json::to_string(&object).unwrap_or_default();
+            let bytes = format!("{{\"type\":{},\"object\":{object}}}\n", json!(kind)).into_bytes();
             if let Some(t) = lock(&state.tallies).get_mut(&component) {
                 t.bytes += bytes.len() as u64;
             }
