@@ -102,6 +102,24 @@ impl ObjectText {
     }
 }
 
+/// An object's `text` (a list item or a watch event's object, which carry
+/// no type) as the JSON a file would hold: with `apiVersion` and `kind`.
+///
+/// # Errors
+/// When `text` is not JSON.
+pub fn value_with_type(
+    text: &str,
+    api_version: &str,
+    kind: &str,
+) -> Result<serde_json::Value, serde_json::Error> {
+    let mut value: serde_json::Value = serde_json::from_str(text)?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("apiVersion".into(), api_version.into());
+        map.insert("kind".into(), kind.into());
+    }
+    Ok(value)
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct Meta {

@@ -5,8 +5,7 @@
 
 use super::doc::PodText;
 use super::running::RunningPod;
-use crate::json::text::ObjectText;
-use serde_json::Value;
+use crate::json::text::{value_with_type, ObjectText};
 
 /// The pod `object` holds, when `wanted` takes it: read typed from its
 /// text ([`PodText`]), or, for a pod of an unusual shape, through
@@ -27,12 +26,8 @@ pub fn read_watched(
             return Ok(Some(running));
         }
     }
-    let mut value: Value = serde_json::from_str(object.text())
+    let value = value_with_type(object.text(), "v1", "Pod")
         .map_err(|e| format!("Pod {}/{}: {e}", object.namespace(), object.name()))?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), "v1".into());
-        map.insert("kind".into(), "Pod".into());
-    }
     RunningPod::from_value(&value)
         .map(Some)
         .map_err(|e| e.to_string())

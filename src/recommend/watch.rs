@@ -12,7 +12,7 @@ use super::input::{NodeIndex, TrackedPod};
 use super::model::History;
 use crate::json::text::ObjectText;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::core::PartialObjectMeta;
 use kube::discovery::ApiResource;
@@ -39,16 +39,6 @@ pub struct PodWatches {
     history: Shared,
     /// A namespace's watch, and whether its first list has completed.
     tasks: BTreeMap<String, (JoinHandle<()>, Arc<AtomicBool>)>,
-}
-
-fn pod_resource() -> ApiResource {
-    ApiResource {
-        group: String::new(),
-        version: "v1".into(),
-        api_version: "v1".into(),
-        kind: "Pod".into(),
-        plural: "pods".into(),
-    }
 }
 
 /// The pod an event carries, read from its text: a page of the watch holds
@@ -121,7 +111,8 @@ fn spawn_pods(
     history: Shared,
     ready: Arc<AtomicBool>,
 ) -> JoinHandle<()> {
-    let api: Api<ObjectText> = Api::namespaced_with(client.clone(), namespace, &pod_resource());
+    let api: Api<ObjectText> =
+        Api::namespaced_with(client.clone(), namespace, &ApiResource::erase::<Pod>(&()));
     let namespace = namespace.to_owned();
     tokio::spawn(async move {
         let mut events = watcher(api, watcher::Config::default())

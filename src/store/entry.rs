@@ -9,6 +9,7 @@
 use super::convert::{
     limit_range_items, scoped_daemonset_target, vpa_policy, ConvertError, Interner, VpaDoc,
 };
+use crate::json::text::value_with_type;
 use crate::manifest::object_ref;
 use crate::vpa::{LimitRangeItem, VpaPolicy};
 use serde::de::{IgnoredAny, MapAccess, Visitor};
@@ -156,14 +157,8 @@ impl Entry {
         if (api_version, kind) == VPA {
             return Self::vpa_text(text, interner);
         }
-        match serde_json::from_str::<Value>(text) {
-            Ok(mut value) => {
-                if let Value::Object(map) = &mut value {
-                    map.insert("apiVersion".into(), Value::String(api_version.to_owned()));
-                    map.insert("kind".into(), Value::String(kind.to_owned()));
-                }
-                Self::other(value, interner)
-            }
+        match value_with_type(text, api_version, kind) {
+            Ok(value) => Self::other(value, interner),
             Err(e) => problem(format!("{kind} (object)"), "(object)", e),
         }
     }
